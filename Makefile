@@ -1,0 +1,26 @@
+# The two commands of the README: `make serve` and `make test`. Both install what is missing first
+# (deploy/install-deps.sh is idempotent), then configure and build with CMake + Ninja.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+MODEL_DIR ?= models/demo
+
+.PHONY: deps build test serve format clean
+
+deps:
+	bash deploy/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+serve: build
+	$(BUILD)/server/longqa-server --model_dir=$(MODEL_DIR)
+
+format:
+	git ls-files '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

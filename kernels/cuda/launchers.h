@@ -1,0 +1,30 @@
+// Raw CUDA launchers behind kernels/ops.h: plain pointers and a stream, no LibTorch types, so the
+// .cu files compile with nvcc alone (the CI compile check builds them on machines without a GPU).
+// In builds without CUDA, no_cuda.cc defines these to fail with a clear message.
+#pragma once
+
+#include <cstdint>
+
+namespace longqa::kernels::cuda {
+
+enum class DType { kFloat32, kFloat16, kBFloat16 };
+
+// All launchers enqueue on `stream` (a cudaStream_t) and return an error message, or "" on success.
+const char* GatherRows(DType dtype, const void* src, int64_t src_row_stride, int64_t num_src_rows,
+                       const int64_t* index, int64_t rows, int64_t d, void* out, void* stream);
+
+const char* OverlapMerge(DType dtype, const void* src, int64_t src_row_stride,
+                         const int64_t* offsets, const int64_t* sources, int64_t rows, int64_t d,
+                         void* out, void* stream);
+
+const char* RowArgmax(DType dtype, const void* scores, int64_t rows, int64_t num_cols, int64_t* out,
+                      void* stream);
+
+const char* StableCountingSort(const int64_t* keys, const int64_t* seg_offsets,
+                               int64_t num_segments, int64_t num_keys, int64_t* counts_scratch,
+                               int64_t* perm, void* stream);
+
+// The current CUDA stream of LibTorch for the tensor's device (defined in stream.cc, CUDA builds).
+void* CurrentStream(int device_index);
+
+}  // namespace longqa::kernels::cuda

@@ -1,0 +1,30 @@
+#include "kernels/cuda/common.cuh"
+#include "kernels/overlap_merge.h"
+
+namespace longqa::kernels::cuda {
+namespace {
+
+template <typename T>
+__global__ void OverlapMergeKernel(const T* src, int64_t src_row_stride, const int64_t* offsets,
+                                   const int64_t* sources, int64_t n, int64_t d, T* out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    OverlapMergeElement<T, float>(i, src, src_row_stride, offsets, sources, d, out);
+  }
+}
+
+}  // namespace
+
+const char* OverlapMerge(DType dtype, const void* src, int64_t src_row_stride,
+                         const int64_t* offsets, const int64_t* sources, int64_t rows, int64_t d,
+                         void* out, void* stream) {
+  return WithDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = rows * d;
+    OverlapMergeKernel<T><<<BlocksFor(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(src), src_row_stride, offsets, sources, n, d, static_cast<T*>(out));
+    return LaunchError();
+  });
+}
+
+}  // namespace longqa::kernels::cuda

@@ -1,0 +1,66 @@
+#include "server/metrics_endpoint.h"
+
+#include <httplib.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace longqa {
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("address '", address, "' lacks ':port'"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("address '", address, "' has a bad port"));
+  }
+  if (host.empty()) host = "0.0.0.0";
+  return std::make_pair(host, port);
+}
+
+MetricsEndpoint::MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(std::move(registry)) {}
+
+MetricsEndpoint::~MetricsEndpoint() { Stop(); }
+
+absl::Status MetricsEndpoint::Start(const std::string& address) {
+  auto host_port = SplitHostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  const auto& [host, port] = *host_port;
+  http_ = std::make_unique<httplib::Server>();
+  http_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
+    const prometheus::TextSerializer serializer;
+    res.set_content(serializer.Serialize(registry->Collect()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("longqa metrics: GET /metrics\n", "text/plain");
+  });
+  if (port == 0) {
+    port_ = http_->bind_to_any_port(host);
+  } else {
+    port_ = http_->bind_to_port(host, port) ? port : -1;
+  }
+  if (port_ <= 0) {
+    http_.reset();
+    return absl::UnavailableError(absl::StrCat("metrics endpoint cannot bind ", address));
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return absl::OkStatus();
+}
+
+void MetricsEndpoint::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+  http_.reset();
+}
+
+}  // namespace longqa

@@ -1,0 +1,47 @@
+// Serves a prometheus-cpp registry as the Prometheus text format at GET /metrics over HTTP.
+//
+// Why not prometheus-cpp's own Exposer: it runs on civetweb, whose fixed 100 KB thread stacks are
+// refused beside LibTorch + OpenBLAS's static TLS (../shared/ENVIRONMENT.md). cpp-httplib's threads
+// use the default stack.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}
+namespace prometheus {
+class Registry;
+}
+
+namespace longqa {
+
+class MetricsEndpoint {
+ public:
+  explicit MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry);
+  ~MetricsEndpoint();
+  MetricsEndpoint(const MetricsEndpoint&) = delete;
+  MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+
+  // Binds "host:port" (port 0 picks a free one) and serves in a background thread.
+  absl::Status Start(const std::string& address);
+  // The bound port, once started.
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// Splits "host:port" (IPv6 hosts in brackets) into its parts.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
+
+}  // namespace longqa
