@@ -19,6 +19,16 @@ bool TrainSentencePiece(const std::string& input_path, const std::string& model_
       // Identity normalization keeps piece offsets a plain slice of the caller's bytes.
       {"normalization_rule_name", "identity"},
       {"num_threads", "1"},
+      // RoBERTa's ids for the specials, and the paragraph token right after them (id 4).
+      {"bos_id", "0"},
+      {"pad_id", "1"},
+      {"eos_id", "2"},
+      {"unk_id", "3"},
+      {"bos_piece", "<s>"},
+      {"eos_piece", "</s>"},
+      {"pad_piece", "<pad>"},
+      {"unk_piece", "<unk>"},
+      {"user_defined_symbols", "<P>"},
   };
   for (const auto& [key, value] : options) args[key] = value;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args);

@@ -1,0 +1,34 @@
+// The Cluster-Former encoder (cluster_former_v2 §3): embeddings per window, then the layer plan:
+// S = a transformer layer over every window, then overlap averaging (eqs. 1-3); C = cosine
+// assignment of H̄'s rows to the layer's centroids (eq. 5), stable sort by cluster id per request,
+// chunks of m, a transformer layer over every chunk, rows back in their original order (eqs. 6-9).
+// All requests of a batch run together: windows (S) and chunks (C) of all requests are one batch.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "model/config.h"
+#include "model/transformer_layer.h"
+#include "model/weights.h"
+#include "model/window_plan.h"
+
+namespace longqa {
+
+class ClusterFormerEncoder {
+ public:
+  // `weights` must already be on the device the encoder will run on.
+  ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights);
+
+  // Runs every layer; returns H̄ [plan.num_rows, d] on `device`.
+  at::Tensor Forward(const WindowPlan& plan, const at::Device& device) const;
+
+ private:
+  ModelConfig config_;
+  Embeddings embeddings_;
+  std::vector<TransformerLayer> layers_;
+  std::vector<at::Tensor> centroids_;  // per layer; undefined for S layers
+};
+
+}  // namespace longqa

@@ -1,0 +1,82 @@
+#include "model/decode.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace longqa {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+ByteRange Trim(std::string_view text, ByteRange r) {
+  while (r.first < r.second && IsSpace(text[r.first])) ++r.first;
+  while (r.second > r.first && IsSpace(text[r.second - 1])) --r.second;
+  return r;
+}
+
+}  // namespace
+
+QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
+                      std::string_view text, const DecodeOptions& options) {
+  QaAnswer answer;
+  answer.no_answer_score = logits.type_logits[0];
+  const float max_logit = *std::max_element(logits.type_logits.begin(), logits.type_logits.end());
+  float total = 0.0f;
+  for (size_t t = 0; t < 5; ++t) {
+    answer.type_probabilities[t] = std::exp(logits.type_logits[t] - max_logit);
+    total += answer.type_probabilities[t];
+  }
+  for (float& p : answer.type_probabilities) p /= total;
+
+  std::array<float, 5> adjusted = logits.type_logits;
+  adjusted[0] += options.null_threshold;
+  const auto type = static_cast<AnswerType>(
+      std::max_element(adjusted.begin(), adjusted.end()) - adjusted.begin());
+
+  // Best non-empty paragraph.
+  int64_t best_paragraph = -1;
+  for (size_t p = 0; p < doc.paragraph_token.size(); ++p) {
+    if (doc.paragraph_bytes[p].first == doc.paragraph_bytes[p].second) continue;
+    const float score = logits.long_score[doc.paragraph_token[p]];
+    if (best_paragraph < 0 || score > logits.long_score[doc.paragraph_token[best_paragraph]]) {
+      best_paragraph = static_cast<int64_t>(p);
+    }
+  }
+  if (type == AnswerType::kNoAnswer || best_paragraph < 0) return answer;
+
+  answer.type = type;
+  answer.has_long_answer = true;
+  const ByteRange para = doc.paragraph_bytes[best_paragraph];
+  answer.long_answer = {best_paragraph, para.first, para.second,
+                        logits.long_score[doc.paragraph_token[best_paragraph]]};
+
+  // Short candidates inside the paragraph (its content tokens, not the paragraph token).
+  const int64_t first = doc.paragraph_token[best_paragraph] + 1;
+  const int64_t last = best_paragraph + 1 < static_cast<int64_t>(doc.paragraph_token.size())
+                           ? doc.paragraph_token[best_paragraph + 1]
+                           : static_cast<int64_t>(doc.ids.size());
+  std::vector<AnswerSpan> candidates;
+  for (int64_t s = first; s < last; ++s) {
+    if (doc.spans[s].first == doc.spans[s].second) continue;
+    int64_t best_end = -1;
+    for (int64_t e = s; e < std::min(last, s + options.max_answer_tokens); ++e) {
+      if (doc.spans[e].first == doc.spans[e].second) continue;
+      if (best_end < 0 || logits.end[e] > logits.end[best_end]) best_end = e;
+    }
+    if (best_end < 0) continue;
+    const ByteRange span = Trim(text, {doc.spans[s].first, doc.spans[best_end].second});
+    if (span.first == span.second) continue;
+    candidates.push_back(
+        {best_paragraph, span.first, span.second, logits.start[s] + logits.end[best_end]});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const AnswerSpan& a, const AnswerSpan& b) { return a.score > b.score; });
+  if (static_cast<int64_t>(candidates.size()) > options.n_best) candidates.resize(options.n_best);
+  answer.short_answers = std::move(candidates);
+  if (answer.type == AnswerType::kShort && answer.short_answers.empty()) {
+    answer.type = AnswerType::kLongOnly;
+  }
+  return answer;
+}
+
+}  // namespace longqa

@@ -1,0 +1,55 @@
+// Natural-Questions-style decoding of one request's head outputs: the answer type, the best
+// paragraph (long answer), the best short spans inside it, and their byte spans in the text.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "model/document.h"
+
+namespace longqa {
+
+// In the order of the answer-type head and of the API's AnswerType enum.
+enum class AnswerType { kNoAnswer = 0, kYes = 1, kNo = 2, kShort = 3, kLongOnly = 4 };
+
+struct DecodeOptions {
+  int64_t max_answer_tokens = 30;  // longest short answer, in tokens
+  int64_t n_best = 1;              // short candidates returned
+  float null_threshold = 0.0f;     // added to the NO_ANSWER logit before the type is chosen
+};
+
+struct AnswerSpan {
+  int64_t paragraph_index = 0;
+  int64_t byte_begin = 0;
+  int64_t byte_end = 0;
+  float score = 0.0f;
+};
+
+struct QaAnswer {
+  AnswerType type = AnswerType::kNoAnswer;
+  bool has_long_answer = false;
+  AnswerSpan long_answer;
+  std::vector<AnswerSpan> short_answers;  // best first, all inside long_answer's paragraph
+  float no_answer_score = 0.0f;           // the NO_ANSWER logit of the type head
+  std::array<float, 5> type_probabilities{};
+  bool question_truncated = false;
+  int64_t question_tokens = 0;
+  int64_t document_tokens = 0;
+  int64_t windows = 0;
+};
+
+// Head outputs of one request, per context token (the document's tokens).
+struct RequestLogits {
+  std::array<float, 5> type_logits{};
+  std::vector<float> start, end, long_score;
+};
+
+// Chooses the answer. The long answer is the non-empty paragraph with the best long score. Short
+// candidates: for every start token in that paragraph, the best end at or after it within
+// max_answer_tokens; ranked by start + end logit. Spans are trimmed of surrounding ASCII
+// whitespace (pieces carry their leading space), so they never split a UTF-8 character.
+QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
+                      std::string_view text, const DecodeOptions& options);
+
+}  // namespace longqa

@@ -1,0 +1,120 @@
+#include "model/document.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace longqa {
+namespace {
+
+bool IsBlankLine(std::string_view line) {
+  for (char c : line) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ByteRange> SplitParagraphs(std::string_view text) {
+  std::vector<ByteRange> paragraphs;
+  int64_t para_begin = -1, para_end = -1;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(pos, nl - pos);
+    if (IsBlankLine(line)) {
+      if (para_begin >= 0) paragraphs.emplace_back(para_begin, para_end);
+      para_begin = -1;
+    } else {
+      if (para_begin < 0) para_begin = static_cast<int64_t>(pos);
+      int64_t end = static_cast<int64_t>(nl);
+      if (end > static_cast<int64_t>(pos) && text[end - 1] == '\r') --end;  // CRLF
+      para_end = end;
+    }
+    if (nl == text.size()) break;
+    pos = nl + 1;
+  }
+  if (para_begin >= 0) paragraphs.emplace_back(para_begin, para_end);
+  return paragraphs;
+}
+
+std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
+                           std::vector<ByteRange>* ranges) {
+  std::string text;
+  ranges->clear();
+  for (size_t i = 0; i < paragraphs.size(); ++i) {
+    if (i > 0) text += "\n\n";
+    const int64_t begin = static_cast<int64_t>(text.size());
+    text += paragraphs[i];
+    ranges->emplace_back(begin, static_cast<int64_t>(text.size()));
+  }
+  return text;
+}
+
+absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
+                                                   std::string_view text,
+                                                   const std::vector<ByteRange>& paragraphs,
+                                                   const SpecialTokens& special) {
+  TokenizedDocument doc;
+  std::vector<Piece> pieces;
+  std::string error;
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    const auto [begin, end] = paragraphs[p];
+    if (begin < 0 || begin > end || end > static_cast<int64_t>(text.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("paragraph ", p, " lies outside the text"));
+    }
+    doc.paragraph_bytes.emplace_back(begin, end);
+    doc.paragraph_token.push_back(static_cast<int64_t>(doc.ids.size()));
+    doc.ids.push_back(special.paragraph);
+    doc.spans.emplace_back(begin, begin);
+    doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    if (!tokenizer.Encode(text.substr(begin, end - begin), &pieces, &error)) {
+      return absl::InternalError(error);
+    }
+    for (const Piece& piece : pieces) {
+      doc.ids.push_back(piece.id);
+      doc.spans.emplace_back(begin + piece.byte_begin, begin + piece.byte_end);
+      doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    }
+  }
+  return doc;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace longqa

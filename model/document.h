@@ -1,0 +1,45 @@
+// A document as the model sees it: paragraphs (the long-answer candidates), each opened by the
+// paragraph token, and every token's byte span in the caller's text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/config.h"
+#include "model/tokenizer.h"
+
+namespace longqa {
+
+using ByteRange = std::pair<int64_t, int64_t>;  // [begin, end) in bytes
+
+// Paragraphs of plain text: maximal runs of non-blank lines (a blank line holds only spaces, tabs
+// or CR). Each range runs from its first line's start to its last line's end, without the newline.
+std::vector<ByteRange> SplitParagraphs(std::string_view text);
+
+// Joins the caller's paragraphs with "\n\n" (the layout the API defines offsets against) and
+// returns each paragraph's range in the joined text.
+std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
+                           std::vector<ByteRange>* ranges);
+
+struct TokenizedDocument {
+  std::vector<int32_t> ids;         // paragraph token, then the paragraph's pieces, per paragraph
+  std::vector<ByteRange> spans;     // per token; the paragraph token has an empty span
+  std::vector<int64_t> token_paragraph;    // per token: its paragraph index
+  std::vector<ByteRange> paragraph_bytes;  // per paragraph
+  std::vector<int64_t> paragraph_token;    // per paragraph: index of its paragraph token
+};
+
+// Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`.
+absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
+                                                   std::string_view text,
+                                                   const std::vector<ByteRange>& paragraphs,
+                                                   const SpecialTokens& special);
+
+// True when `text` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+}  // namespace longqa

@@ -1,0 +1,167 @@
+#include "model/engine.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/ops.h"
+#include "model/status_macros.h"
+
+namespace longqa {
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& dir,
+                                                            const EngineOptions& options) {
+  LONGQA_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
+  LONGQA_ASSIGN_OR_RETURN(TensorMap weights, LoadWeights(dir + "/model.safetensors", config));
+  std::string error;
+  auto tokenizer = Tokenizer::Load(dir + "/spm.model", &error);
+  if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
+  if (tokenizer->vocab_size() > config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": spm.model has ", tokenizer->vocab_size(),
+                                                   " pieces but config vocab_size is ",
+                                                   config.vocab_size));
+  }
+  return Create(config, weights, std::move(tokenizer), options);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,
+                                                       const TensorMap& weights,
+                                                       std::unique_ptr<Tokenizer> tokenizer,
+                                                       const EngineOptions& options) {
+  LONGQA_RETURN_IF_ERROR(ValidateModelConfig(config));
+  if (config.architecture != Architecture::kClusterFormer) {
+    return absl::UnimplementedError("the etc architecture is not implemented yet");
+  }
+  at::Device device(at::kCPU);
+  try {
+    device = at::Device(options.device);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad device '", options.device, "'"));
+  }
+  if (device.is_cuda() && !at::hasCUDA()) {
+    return absl::FailedPreconditionError("device cuda requested but no CUDA device is available");
+  }
+  // LibTorch starts with one intra-op thread on some machines: set it explicitly.
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  try {
+    return std::unique_ptr<Engine>(new Engine(config, weights, std::move(tokenizer), device));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot build the model: ", e.what()));
+  }
+}
+
+Engine::Engine(const ModelConfig& config, const TensorMap& weights,
+               std::unique_ptr<Tokenizer> tokenizer, const at::Device& device)
+    : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
+  for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
+  encoder_ = std::make_unique<ClusterFormerEncoder>(config_, weights_);
+}
+
+absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
+  if (request.question.empty()) return absl::InvalidArgumentError("question is empty");
+  if (!IsValidUtf8(request.question)) {
+    return absl::InvalidArgumentError("question is not valid UTF-8");
+  }
+  if (!IsValidUtf8(request.text)) return absl::InvalidArgumentError("document is not valid UTF-8");
+  if (request.paragraphs.empty()) request.paragraphs = SplitParagraphs(request.text);
+  if (request.paragraphs.empty()) {
+    return absl::InvalidArgumentError("document is empty (no paragraph with text)");
+  }
+  PreparedRequest prepared;
+  std::vector<Piece> pieces;
+  std::string error;
+  if (!tokenizer_->Encode(request.question, &pieces, &error)) return absl::InternalError(error);
+  if (pieces.empty()) return absl::InvalidArgumentError("question has no tokens");
+  prepared.question_truncated = static_cast<int64_t>(pieces.size()) > config_.max_question_tokens;
+  if (prepared.question_truncated) pieces.resize(config_.max_question_tokens);
+  prepared.question_ids.push_back(config_.special.cls);
+  for (const Piece& p : pieces) prepared.question_ids.push_back(p.id);
+  prepared.question_ids.push_back(config_.special.sep);
+  LONGQA_ASSIGN_OR_RETURN(
+      prepared.document,
+      TokenizeDocument(*tokenizer_, request.text, request.paragraphs, config_.special));
+  prepared.request = std::move(request);
+  return prepared;
+}
+
+std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch) const {
+  std::vector<WindowInput> inputs;
+  for (const PreparedRequest* r : batch) inputs.push_back({r->question_ids, r->document.ids});
+  const WindowPlan plan =
+      PlanWindows(inputs, config_.window_tokens, config_.stride_tokens, config_.special.pad);
+  const at::Tensor hbar = encoder_->Forward(plan, device_);
+
+  // Heads: span and paragraph scores on every context token's row, answer type on the mean of
+  // each request's window CLS rows (the mean is an overlap_merge over the request's windows).
+  const at::Tensor context = kernels::GatherRows(
+      hbar, at::tensor(plan.context_rows, at::kLong).to(device_));
+  const at::Tensor span = at::linear(context, WeightAt(weights_, "qa_outputs.weight"),
+                                     WeightAt(weights_, "qa_outputs.bias"));
+  const at::Tensor long_score = at::linear(context, WeightAt(weights_, "long_answer.weight"),
+                                           WeightAt(weights_, "long_answer.bias"));
+  const at::Tensor cls = kernels::GatherRows(hbar, at::tensor(plan.cls_rows, at::kLong).to(device_));
+  std::vector<int64_t> windows(plan.num_windows);
+  for (int64_t w = 0; w < plan.num_windows; ++w) windows[w] = w;
+  const at::Tensor mean_cls =
+      kernels::OverlapMerge(cls, at::tensor(plan.windows_begin, at::kLong).to(device_),
+                            at::tensor(windows, at::kLong).to(device_));
+  const at::Tensor type = at::linear(mean_cls, WeightAt(weights_, "answer_type.weight"),
+                                     WeightAt(weights_, "answer_type.bias"));
+
+  const at::Tensor span_cpu = span.to(at::kCPU).to(at::kFloat).contiguous();
+  const at::Tensor long_cpu = long_score.to(at::kCPU).to(at::kFloat).contiguous();
+  const at::Tensor type_cpu = type.to(at::kCPU).to(at::kFloat).contiguous();
+  std::vector<RequestLogits> out(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int64_t begin = plan.context_begin[i], end = plan.context_begin[i + 1];
+    const float* s = span_cpu.data_ptr<float>();
+    const float* l = long_cpu.data_ptr<float>();
+    for (int64_t j = begin; j < end; ++j) {
+      out[i].start.push_back(s[2 * j]);
+      out[i].end.push_back(s[2 * j + 1]);
+      out[i].long_score.push_back(l[j]);
+    }
+    for (int64_t t = 0; t < kNumAnswerTypes; ++t) {
+      out[i].type_logits[t] = type_cpu[i][t].item<float>();
+    }
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<QaAnswer>> Engine::Run(
+    const std::vector<const PreparedRequest*>& batch) const {
+  std::vector<absl::StatusOr<QaAnswer>> answers;
+  if (batch.empty()) return answers;
+  std::vector<RequestLogits> logits;
+  try {
+    at::InferenceMode guard;
+    logits = Forward(batch);
+  } catch (const std::exception& e) {
+    const absl::Status failed = absl::InternalError(absl::StrCat("model failed: ", e.what()));
+    answers.assign(batch.size(), failed);
+    return answers;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const PreparedRequest& r = *batch[i];
+    QaAnswer answer = DecodeAnswer(logits[i], r.document, r.request.text, r.request.options);
+    answer.question_truncated = r.question_truncated;
+    answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
+    answer.document_tokens = static_cast<int64_t>(r.document.ids.size());
+    answer.windows =
+        NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
+    answers.push_back(std::move(answer));
+  }
+  return answers;
+}
+
+absl::StatusOr<QaAnswer> Engine::Answer(QaRequest request) const {
+  LONGQA_ASSIGN_OR_RETURN(PreparedRequest prepared, Prepare(std::move(request)));
+  return std::move(Run({&prepared})[0]);
+}
+
+}  // namespace longqa

@@ -1,0 +1,76 @@
+// The engine: answers a batch of requests together. Prepare() tokenizes (call it off the
+// inference thread); Run() packs the windows of all prepared requests into one encoder pass,
+// applies the heads and decodes every request.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/cluster_former.h"
+#include "model/config.h"
+#include "model/decode.h"
+#include "model/document.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+
+namespace longqa {
+
+struct QaRequest {
+  std::string question;
+  std::string text;                  // the document; offsets in answers index this
+  std::vector<ByteRange> paragraphs;  // empty: split `text` at blank lines
+  DecodeOptions options;
+};
+
+struct PreparedRequest {
+  QaRequest request;
+  std::vector<int32_t> question_ids;  // CLS + question pieces + SEP
+  bool question_truncated = false;
+  TokenizedDocument document;
+};
+
+struct EngineOptions {
+  int threads = 0;             // intra-op threads; 0 = all CPUs
+  std::string device = "cpu";  // "cpu" or "cuda[:N]"
+};
+
+class Engine {
+ public:
+  // Loads config.json, model.safetensors and spm.model from a model folder.
+  static absl::StatusOr<std::unique_ptr<Engine>> LoadFromDir(const std::string& dir,
+                                                             const EngineOptions& options);
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,
+                                                        const TensorMap& weights,
+                                                        std::unique_ptr<Tokenizer> tokenizer,
+                                                        const EngineOptions& options);
+
+  // Validates and tokenizes. INVALID_ARGUMENT for an empty question, invalid UTF-8 or a document
+  // without any paragraph. Questions longer than max_question_tokens are truncated (reported).
+  absl::StatusOr<PreparedRequest> Prepare(QaRequest request) const;
+
+  // Answers prepared requests as one batch. A failure inside the model fails every request of the
+  // batch with INTERNAL; it never throws.
+  std::vector<absl::StatusOr<QaAnswer>> Run(const std::vector<const PreparedRequest*>& batch) const;
+
+  // Prepare + Run for one request.
+  absl::StatusOr<QaAnswer> Answer(QaRequest request) const;
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const at::Device& device() const { return device_; }
+
+ private:
+  Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
+         const at::Device& device);
+  std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch) const;
+
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  at::Device device_;
+  TensorMap weights_;  // on device_
+  std::unique_ptr<ClusterFormerEncoder> encoder_;
+};
+
+}  // namespace longqa

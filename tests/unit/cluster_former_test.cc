@@ -1,0 +1,222 @@
+// The Cluster-Former encoder against an independent plain-LibTorch formulation written here in
+// fp64 (per-head loops, explicit softmax, LayerNorm and GELU; windows and chunks run one at a
+// time without padding). The model runs in fp32: tolerance 2e-4 absolute on LayerNorm'd states.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/cluster_former.h"
+#include "model/window_plan.h"
+#include "tests/unit/test_model.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::SpreadWeights;
+using testing_support::TinyConfig;
+
+constexpr double kTolerance = 2e-4;
+
+at::Tensor W(const TensorMap& w, const std::string& name) { return w.at(name).to(at::kDouble); }
+
+at::Tensor RefLayerNorm(const at::Tensor& x, const at::Tensor& g, const at::Tensor& b, double eps) {
+  const at::Tensor mean = x.mean(-1, true);
+  const at::Tensor var = (x - mean).pow(2).mean(-1, true);
+  return (x - mean) / (var + eps).sqrt() * g + b;
+}
+
+at::Tensor RefLinear(const TensorMap& w, const std::string& name, const at::Tensor& x) {
+  return at::matmul(x, W(w, name + ".weight").t()) + W(w, name + ".bias");
+}
+
+// One post-LN layer on one unpadded sequence x [T, d].
+at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer, const at::Tensor& x) {
+  const std::string s = "encoder.layer." + std::to_string(layer);
+  const at::Tensor q = RefLinear(w, s + ".attention.self.query", x);
+  const at::Tensor k = RefLinear(w, s + ".attention.self.key", x);
+  const at::Tensor v = RefLinear(w, s + ".attention.self.value", x);
+  const int64_t dh = c.head_dim();
+  std::vector<at::Tensor> per_head;
+  for (int64_t h = 0; h < c.num_heads; ++h) {
+    const at::Tensor scores =
+        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh));
+    const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
+    per_head.push_back(at::matmul(e / e.sum(1, true), v.narrow(1, h * dh, dh)));
+  }
+  const at::Tensor attn = RefLinear(w, s + ".attention.output.dense", at::cat(per_head, 1));
+  const at::Tensor h1 = RefLayerNorm(x + attn, W(w, s + ".attention.output.LayerNorm.weight"),
+                                     W(w, s + ".attention.output.LayerNorm.bias"), c.layer_norm_eps);
+  const at::Tensor inner = RefLinear(w, s + ".intermediate.dense", h1);
+  const at::Tensor gelu = 0.5 * inner * (1.0 + (inner / std::sqrt(2.0)).erf());
+  return RefLayerNorm(h1 + RefLinear(w, s + ".output.dense", gelu),
+                      W(w, s + ".output.LayerNorm.weight"), W(w, s + ".output.LayerNorm.bias"),
+                      c.layer_norm_eps);
+}
+
+at::Tensor RefEmbed(const TensorMap& w, const ModelConfig& c, const std::vector<int32_t>& ids) {
+  std::vector<int64_t> i64(ids.begin(), ids.end()), pos(ids.size());
+  std::iota(pos.begin(), pos.end(), c.position_offset);
+  const at::Tensor e = W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(i64)) +
+                       W(w, "embeddings.position_embeddings.weight").index_select(0, at::tensor(pos)) +
+                       W(w, "embeddings.token_type_embeddings.weight")[0];
+  return RefLayerNorm(e, W(w, "embeddings.LayerNorm.weight"), W(w, "embeddings.LayerNorm.bias"),
+                      c.layer_norm_eps);
+}
+
+struct RefState {
+  std::vector<at::Tensor> question;  // per window [q, d]
+  at::Tensor context;                // [x, d]
+};
+
+// The paper's model for one request, written directly from eqs. 1-9.
+RefState RefClusterFormer(const TensorMap& w, const ModelConfig& c, const WindowInput& in) {
+  const int64_t q = in.question.size(), x = in.context.size();
+  const int64_t l = c.window_tokens, m = c.stride_tokens, d = c.hidden_size;
+  const int64_t k_count = x <= l ? 1 : 1 + (x - l + m - 1) / m;
+  RefState st;
+  int64_t cluster_layer = 0;
+  for (int64_t layer = 0; layer < c.num_layers(); ++layer) {
+    if (c.layers[layer] == 'S') {
+      at::Tensor sum = at::zeros({x, d}, at::kDouble), count = at::zeros({x, 1}, at::kDouble);
+      std::vector<at::Tensor> questions;
+      for (int64_t k = 0; k < k_count; ++k) {
+        const int64_t b = k * m, e = std::min(b + l, x);
+        at::Tensor input;
+        if (layer == 0) {
+          std::vector<int32_t> ids = in.question;
+          ids.insert(ids.end(), in.context.begin() + b, in.context.begin() + e);
+          input = RefEmbed(w, c, ids);
+        } else {
+          input = at::cat({st.question[k], st.context.narrow(0, b, e - b)});
+        }
+        const at::Tensor out = RefLayer(w, c, layer, input);
+        questions.push_back(out.narrow(0, 0, q));
+        sum.narrow(0, b, e - b).add_(out.narrow(0, q, e - b));
+        count.narrow(0, b, e - b).add_(1.0);
+      }
+      st.question = questions;
+      st.context = sum / count;
+      continue;
+    }
+    // Cluster layer: H̄ in window order, argmax cosine, stable sort, chunks of m, scatter back.
+    std::vector<at::Tensor> rows;
+    for (int64_t k = 0; k < k_count; ++k) {
+      const int64_t b = k * m, e = k + 1 == k_count ? x : b + m;
+      rows.push_back(st.question[k]);
+      rows.push_back(st.context.narrow(0, b, e - b));
+    }
+    const at::Tensor hbar = at::cat(rows);
+    const at::Tensor cent = W(w, "encoder.layer." + std::to_string(layer) + ".centroids");
+    const at::Tensor cosine = at::matmul(hbar / hbar.norm(2, {1}, true), (cent / cent.norm(2, {1}, true)).t());
+    const at::Tensor ids = cosine.argmax(1);
+    std::vector<int64_t> order(hbar.size(0));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return ids[a].item<int64_t>() < ids[b].item<int64_t>();
+    });
+    at::Tensor out = at::empty_like(hbar);
+    for (size_t begin = 0; begin < order.size(); begin += m) {
+      const size_t end = std::min(order.size(), begin + m);
+      const at::Tensor idx = at::tensor(std::vector<int64_t>(order.begin() + begin, order.begin() + end));
+      out.index_copy_(0, idx, RefLayer(w, c, layer, hbar.index_select(0, idx)));
+    }
+    int64_t r = 0;
+    for (int64_t k = 0; k < k_count; ++k) {
+      const int64_t b = k * m, e = k + 1 == k_count ? x : b + m;
+      st.question[k] = out.narrow(0, r, q);
+      st.context.narrow(0, b, e - b).copy_(out.narrow(0, r + q, e - b));
+      r += q + (e - b);
+    }
+    ++cluster_layer;
+  }
+  return st;
+}
+
+WindowInput RandomInput(int64_t q, int64_t x, int64_t vocab, uint64_t seed) {
+  std::srand(static_cast<unsigned>(seed));
+  WindowInput in;
+  in.question.push_back(0);
+  for (int64_t i = 0; i < q - 2; ++i) in.question.push_back(5 + std::rand() % (vocab - 5));
+  in.question.push_back(2);
+  for (int64_t i = 0; i < x; ++i) in.context.push_back(i % 17 == 0 ? 4 : 5 + std::rand() % (vocab - 5));
+  return in;
+}
+
+// Runs the encoder on a batch and checks every request's context rows and window CLS rows
+// against the reference.
+void ExpectMatchesReference(const ModelConfig& c, const std::vector<WindowInput>& inputs,
+                            uint64_t seed) {
+  ASSERT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
+  const TensorMap w = SpreadWeights(c, seed);
+  const ClusterFormerEncoder encoder(c, w);
+  const WindowPlan plan = PlanWindows(inputs, c.window_tokens, c.stride_tokens, c.special.pad);
+  at::InferenceMode guard;
+  const at::Tensor hbar = encoder.Forward(plan, at::kCPU).to(at::kDouble);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const RefState ref = RefClusterFormer(w, c, inputs[i]);
+    const at::Tensor rows = at::tensor(std::vector<int64_t>(
+        plan.context_rows.begin() + plan.context_begin[i],
+        plan.context_rows.begin() + plan.context_begin[i + 1]));
+    EXPECT_LE((hbar.index_select(0, rows) - ref.context).abs().max().item<double>(), kTolerance);
+    for (int64_t k = plan.windows_begin[i]; k < plan.windows_begin[i + 1]; ++k) {
+      const at::Tensor got = hbar[plan.cls_rows[k]];
+      const at::Tensor want = ref.question[k - plan.windows_begin[i]][0];
+      EXPECT_LE((got - want).abs().max().item<double>(), kTolerance) << "window " << k;
+    }
+  }
+}
+
+TEST(ClusterFormerTest, OneWindowEqualsFullAttentionEncoder) {
+  // l ≥ x: a single window, i.e. a plain encoder over [CLS q SEP context].
+  ExpectMatchesReference(TinyConfig("SSS", 64, 48), {RandomInput(6, 50, 120, 1)}, 11);
+}
+
+TEST(ClusterFormerTest, SlidingWindowsAverageOverlaps) {
+  // x not a multiple of m, overlaps of 2 and of 3 windows (l > 2m), a one-token context.
+  ExpectMatchesReference(TinyConfig("SS", 16, 12), {RandomInput(5, 61, 120, 2)}, 12);
+  ExpectMatchesReference(TinyConfig("SSS", 20, 7), {RandomInput(4, 45, 120, 3)}, 13);
+  ExpectMatchesReference(TinyConfig("SS", 16, 12), {RandomInput(3, 1, 120, 4)}, 14);
+}
+
+TEST(ClusterFormerTest, QuestionLongerThanTheWindow) {
+  ExpectMatchesReference(TinyConfig("SS", 8, 6), {RandomInput(30, 27, 120, 5)}, 15);
+}
+
+TEST(ClusterFormerTest, OneCentroidIsAttentionOverChunksInOriginalOrder) {
+  ExpectMatchesReference(TinyConfig("SCS", 16, 12, {1}), {RandomInput(5, 70, 120, 6)}, 16);
+}
+
+TEST(ClusterFormerTest, ManyCentroidsSortRowsByCluster) {
+  ExpectMatchesReference(TinyConfig("SCSC", 16, 12, {5, 3}), {RandomInput(5, 83, 120, 7)}, 17);
+}
+
+TEST(ClusterFormerTest, BatchOfMixedLengthsMatchesEachRequestAlone) {
+  // Different q and x per request: windows and chunks of all requests share one batch.
+  ExpectMatchesReference(TinyConfig("SCS", 16, 12, {4}),
+                         {RandomInput(5, 70, 120, 8), RandomInput(9, 3, 120, 9),
+                          RandomInput(3, 130, 120, 10), RandomInput(7, 16, 120, 11)},
+                         18);
+}
+
+TEST(WindowPlanTest, EveryContextTokenHasOneRowAndEveryCopyMerges) {
+  const std::vector<WindowInput> inputs = {RandomInput(4, 37, 50, 1), RandomInput(6, 5, 50, 2)};
+  const WindowPlan plan = PlanWindows(inputs, 10, 4, 1);
+  EXPECT_EQ(plan.num_windows, NumWindows(37, 10, 4) + 1);
+  EXPECT_EQ(NumWindows(37, 10, 4), 8);  // 1 + ceil(27 / 4)
+  EXPECT_EQ(plan.num_rows, 8 * 4 + 37 + 1 * 6 + 5);
+  std::vector<int64_t> rows = plan.context_rows;
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(std::unique(rows.begin(), rows.end()), rows.end());
+  // A context token in the middle sits in ceil(l / m) = 3 windows; the CSR averages all copies.
+  const int64_t row = plan.context_rows[20];
+  EXPECT_EQ(plan.merge_offsets[row + 1] - plan.merge_offsets[row], 3);
+  const ChunkPlan chunks = PlanChunks(plan.rows_begin, 4);
+  EXPECT_EQ(chunks.num_chunks, (8 * 4 + 37 + 3) / 4 + (6 + 5 + 3) / 4);
+}
+
+}  // namespace
+}  // namespace longqa

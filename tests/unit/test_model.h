@@ -1,0 +1,78 @@
+// Shared fixtures of the model tests: a tiny config, random weights with a spread large enough to
+// make attention non-trivial, and a sentencepiece model trained once per test binary.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "model/sentencepiece_trainer.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+
+namespace longqa::testing_support {
+
+inline ModelConfig TinyConfig(const std::string& layers, int64_t l, int64_t m,
+                              std::vector<int64_t> clusters = {}) {
+  ModelConfig c;
+  c.vocab_size = 120;
+  c.hidden_size = 16;
+  c.num_heads = 2;
+  c.intermediate_size = 24;
+  c.max_question_tokens = 40;
+  c.position_offset = 2;
+  c.max_position_embeddings = c.position_offset + c.max_question_tokens + 2 + l;
+  c.layers = layers;
+  c.window_tokens = l;
+  c.stride_tokens = m;
+  c.num_clusters = std::move(clusters);
+  c.layer_norm_eps = 1e-5;
+  return c;
+}
+
+// Random weights, with matrices scaled to std 0.3 so attention patterns are far from uniform.
+inline TensorMap SpreadWeights(const ModelConfig& c, uint64_t seed) {
+  TensorMap w = RandomWeights(c, seed);
+  for (auto& [name, t] : w) {
+    if (name.find("LayerNorm") == std::string::npos && name.find("centroids") == std::string::npos &&
+        t.dim() == 2) {
+      t = t * 15.0;
+    }
+  }
+  return w;
+}
+
+// A sentencepiece model trained on words that the tests use (vocab 100).
+inline std::unique_ptr<Tokenizer> TestTokenizer() {
+  static const std::string path = [] {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("longqa_test_spm_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream corpus(dir / "corpus.txt");
+    const char* words[] = {"the", "river", "Ada", "was", "born", "in", "Paris", "city", "of",
+                           "France", "which", "country", "where", "is", "a", "mountain", "café",
+                           "naïve", "Zürich", "東京", "answer", "question", "long", "document"};
+    for (int i = 0; i < 600; ++i) {
+      for (int j = 0; j < 10; ++j) corpus << words[(i * 5 + j * 7) % 24] << ' ';
+      corpus << '\n';
+    }
+    corpus.close();
+    std::string error;
+    if (!TrainSentencePiece((dir / "corpus.txt").string(), (dir / "spm").string(), 100, {},
+                            &error)) {
+      throw std::runtime_error(error);
+    }
+    return (dir / "spm.model").string();
+  }();
+  std::string error;
+  auto tokenizer = Tokenizer::Load(path, &error);
+  if (tokenizer == nullptr) throw std::runtime_error(error);
+  return tokenizer;
+}
+
+}  // namespace longqa::testing_support
