@@ -39,32 +39,33 @@ inline ModelConfig TinyConfig(const std::string& layers, int64_t l, int64_t m,
 inline TensorMap SpreadWeights(const ModelConfig& c, uint64_t seed) {
   TensorMap w = RandomWeights(c, seed);
   for (auto& [name, t] : w) {
-    if (name.find("LayerNorm") == std::string::npos && name.find("centroids") == std::string::npos &&
-        t.dim() == 2) {
+    if (name.find("LayerNorm") == std::string::npos &&
+        name.find("centroids") == std::string::npos && t.dim() == 2) {
       t = t * 15.0;
     }
   }
   return w;
 }
 
-// A sentencepiece model trained on words that the tests use (vocab 100).
+// A sentencepiece model trained on words that the tests use (vocab at most 100).
 inline std::unique_ptr<Tokenizer> TestTokenizer() {
   static const std::string path = [] {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("longqa_test_spm_" + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("longqa_test_spm_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     std::ofstream corpus(dir / "corpus.txt");
-    const char* words[] = {"the", "river", "Ada", "was", "born", "in", "Paris", "city", "of",
-                           "France", "which", "country", "where", "is", "a", "mountain", "café",
-                           "naïve", "Zürich", "東京", "answer", "question", "long", "document"};
+    const char* words[] = {"the",    "river", "Ada",    "was",      "born",  "in",
+                           "Paris",  "city",  "of",     "France",   "which", "country",
+                           "where",  "is",    "a",      "mountain", "café",  "naïve",
+                           "Zürich", "東京",  "answer", "question", "long",  "document"};
     for (int i = 0; i < 600; ++i) {
       for (int j = 0; j < 10; ++j) corpus << words[(i * 5 + j * 7) % 24] << ' ';
       corpus << '\n';
     }
     corpus.close();
     std::string error;
-    if (!TrainSentencePiece((dir / "corpus.txt").string(), (dir / "spm").string(), 100, {},
-                            &error)) {
+    if (!TrainSentencePiece((dir / "corpus.txt").string(), (dir / "spm").string(), 100,
+                            {{"hard_vocab_limit", "false"}}, &error)) {
       throw std::runtime_error(error);
     }
     return (dir / "spm.model").string();

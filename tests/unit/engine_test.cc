@@ -1,0 +1,254 @@
+// The engine end to end on a random-weight model: batching invariance, byte offsets on random
+// Unicode, request validation, loading from a model folder; plus paragraph splitting and UTF-8.
+#include "model/engine.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "model/document.h"
+#include "model/safetensors.h"
+#include "tests/unit/test_model.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::SpreadWeights;
+using testing_support::TestTokenizer;
+using testing_support::TinyConfig;
+
+std::unique_ptr<Engine> MakeEngine(const ModelConfig& c, TensorMap w) {
+  auto engine = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu"});
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  return std::move(*engine);
+}
+
+std::string Words(int n, int seed) {
+  const char* words[] = {"the",  "river", "Ada",    "was",      "born",   "in",   "Paris",
+                         "city", "of",    "France", "mountain", "Zürich", "東京", "café"};
+  std::mt19937 rng(seed);
+  std::string s;
+  for (int i = 0; i < n; ++i) s += std::string(i ? " " : "") + words[rng() % 14];
+  return s;
+}
+
+std::string Document(int paragraphs, int words, int seed) {
+  std::string text;
+  for (int p = 0; p < paragraphs; ++p) text += (p ? "\n\n" : "") + Words(words, seed * 100 + p);
+  return text;
+}
+
+TEST(DocumentTest, SplitsParagraphsAtBlankLines) {
+  const std::string text = "\n  \nfirst line\nsecond\r\n \t\r\nthird\r\n\r\n\n last \n";
+  const auto ranges = SplitParagraphs(text);
+  ASSERT_EQ(ranges.size(), 3u);
+  auto slice = [&](ByteRange r) { return text.substr(r.first, r.second - r.first); };
+  EXPECT_EQ(slice(ranges[0]), "first line\nsecond");
+  EXPECT_EQ(slice(ranges[1]), "third");
+  EXPECT_EQ(slice(ranges[2]), " last ");
+  EXPECT_TRUE(SplitParagraphs(" \n\t\n").empty());
+  std::vector<ByteRange> joined;
+  EXPECT_EQ(JoinParagraphs({"a", "", "bc"}, &joined), "a\n\n\n\nbc");
+  EXPECT_EQ(joined, (std::vector<ByteRange>{{0, 1}, {3, 3}, {5, 7}}));
+}
+
+TEST(DocumentTest, ValidatesUtf8) {
+  EXPECT_TRUE(IsValidUtf8("plain, é, 東京, 😀"));
+  EXPECT_FALSE(IsValidUtf8("\xC3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\x80"));
+}
+
+TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {
+  const ModelConfig c = TinyConfig("SCS", 24, 16, {4});
+  const auto engine = MakeEngine(c, SpreadWeights(c, 3));
+  std::vector<PreparedRequest> prepared;
+  const std::vector<std::pair<int, int>> shapes = {{3, 20}, {1, 4}, {9, 25}, {2, 60}, {5, 7}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    QaRequest r;
+    r.question = Words(3 + static_cast<int>(i) * 2, static_cast<int>(i));
+    r.text = Document(shapes[i].first, shapes[i].second, static_cast<int>(i));
+    r.options.n_best = 3;
+    auto p = engine->Prepare(r);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    prepared.push_back(std::move(*p));
+  }
+  std::vector<const PreparedRequest*> batch;
+  for (const auto& p : prepared) batch.push_back(&p);
+  const auto together = engine->Run(batch);
+  ASSERT_EQ(together.size(), prepared.size());
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const auto alone = engine->Run({&prepared[i]});
+    ASSERT_TRUE(alone[0].ok() && together[i].ok());
+    const QaAnswer& a = *alone[0];
+    const QaAnswer& b = *together[i];
+    EXPECT_EQ(a.type, b.type);
+    EXPECT_EQ(a.long_answer.paragraph_index, b.long_answer.paragraph_index);
+    EXPECT_NEAR(a.long_answer.score, b.long_answer.score, 1e-4);
+    EXPECT_NEAR(a.no_answer_score, b.no_answer_score, 1e-4);
+    for (int t = 0; t < 5; ++t) {
+      EXPECT_NEAR(a.type_probabilities[t], b.type_probabilities[t], 1e-5);
+    }
+    ASSERT_EQ(a.short_answers.size(), b.short_answers.size());
+    for (size_t k = 0; k < a.short_answers.size(); ++k) {
+      EXPECT_EQ(a.short_answers[k].byte_begin, b.short_answers[k].byte_begin);
+      EXPECT_EQ(a.short_answers[k].byte_end, b.short_answers[k].byte_end);
+      EXPECT_NEAR(a.short_answers[k].score, b.short_answers[k].score, 1e-4);
+    }
+    EXPECT_GT(a.windows, 0);
+  }
+}
+
+// Random text of multi-byte characters, combining marks, emoji, CRLF and control characters.
+std::string RandomUnicode(std::mt19937& rng, int units) {
+  const std::vector<std::string> pool = {
+      "a",           "Ada",  " ",  " ",    "river", "é",      "e\xCC\x81", "東京",         "😀",
+      "👩‍🔬", "\r\n", "\t", "\x01", "\x1F",  "Zürich", "ß",         "\xE2\x80\x8B", "،",
+      "ไทย",         "\n",   "  ", "-",    "42"};
+  std::string s;
+  for (int i = 0; i < units; ++i) s += pool[rng() % pool.size()];
+  if (rng() % 2) s += "\n\n";
+  return s;
+}
+
+bool IsCharStart(const std::string& s, int64_t i) {
+  return i == static_cast<int64_t>(s.size()) || (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+}
+
+TEST(EngineTest, SpansAreBytesOfTheirTokensOnRandomUnicode) {
+  const ModelConfig c = TinyConfig("SS", 24, 16);
+  TensorMap w = SpreadWeights(c, 5);
+  w["answer_type.bias"] = at::tensor({0.f, 0.f, 0.f, 100.f, 0.f});  // always answer SHORT
+  const auto engine = MakeEngine(c, w);
+  std::mt19937 rng(99);
+  int short_spans_checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    QaRequest r;
+    r.question = "where was Ada born?";
+    for (int p = 0; p < 1 + trial % 4; ++p)
+      r.text += (p ? "\r\n\r\n" : "") + RandomUnicode(rng, 5 + trial);
+    r.options.n_best = 5;
+    r.options.max_answer_tokens = 6;
+    auto prepared = engine->Prepare(r);
+    if (SplitParagraphs(r.text).empty()) {
+      EXPECT_FALSE(prepared.ok());
+      continue;
+    }
+    ASSERT_TRUE(prepared.ok()) << prepared.status().message();
+    const TokenizedDocument& doc = prepared->document;
+    const std::string& text = prepared->request.text;
+    // Token spans: in order, inside their paragraph, on character boundaries, and covering every
+    // non-whitespace byte of the paragraph.
+    for (size_t p = 0; p < doc.paragraph_bytes.size(); ++p) {
+      const auto [pb, pe] = doc.paragraph_bytes[p];
+      std::vector<bool> covered(pe - pb, false);
+      int64_t previous_end = pb;
+      for (size_t t = 0; t < doc.ids.size(); ++t) {
+        if (doc.token_paragraph[t] != static_cast<int64_t>(p)) continue;
+        const auto [b, e] = doc.spans[t];
+        ASSERT_LE(pb, b);
+        ASSERT_LE(b, e);
+        ASSERT_LE(e, pe);
+        ASSERT_LE(previous_end, b) << "tokens out of order";
+        ASSERT_TRUE(IsCharStart(text, b) && IsCharStart(text, e)) << "token splits a character";
+        for (int64_t i = b; i < e; ++i) covered[i - pb] = true;
+        previous_end = e;
+      }
+      for (int64_t i = pb; i < pe; ++i) {
+        const char ch = text[i];
+        if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') {
+          ASSERT_TRUE(covered[i - pb]) << "byte " << i << " of paragraph " << p << " not covered";
+        }
+      }
+    }
+    const auto answer = engine->Run({&*prepared})[0];
+    ASSERT_TRUE(answer.ok());
+    ASSERT_TRUE(answer->has_long_answer);
+    EXPECT_EQ(answer->long_answer.byte_begin,
+              doc.paragraph_bytes[answer->long_answer.paragraph_index].first);
+    for (const AnswerSpan& s : answer->short_answers) {
+      ASSERT_LT(s.byte_begin, s.byte_end);
+      ASSERT_TRUE(IsCharStart(text, s.byte_begin) && IsCharStart(text, s.byte_end));
+      // The span is exactly the bytes from its first token's start to its last token's end.
+      int64_t first = -1, last = -1;
+      for (size_t t = 0; t < doc.ids.size(); ++t) {
+        const auto [b, e] = doc.spans[t];
+        if (b == e || e <= s.byte_begin || b >= s.byte_end) continue;
+        if (first < 0) first = b;
+        last = e;
+      }
+      ASSERT_GE(first, 0);
+      auto trim = [&](int64_t b, int64_t e) {
+        while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+        while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+        return std::make_pair(b, e);
+      };
+      EXPECT_EQ(trim(first, last), std::make_pair(s.byte_begin, s.byte_end));
+      ++short_spans_checked;
+    }
+  }
+  EXPECT_GT(short_spans_checked, 40);
+}
+
+TEST(EngineTest, RejectsBadRequestsAndReportsTruncation) {
+  const ModelConfig c = TinyConfig("SS", 24, 16);
+  const auto engine = MakeEngine(c, SpreadWeights(c, 1));
+  auto answer = [&](const std::string& q, const std::string& text) {
+    QaRequest r;
+    r.question = q;
+    r.text = text;
+    return engine->Answer(r);
+  };
+  EXPECT_EQ(answer("", "text").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(answer("q\xC3", "text").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(answer("q", "bad \xFF").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(answer("q", " \n\n \n").status().code(), absl::StatusCode::kInvalidArgument);
+  const auto truncated = answer(Words(200, 3), Document(2, 10, 1));
+  ASSERT_TRUE(truncated.ok());
+  EXPECT_TRUE(truncated->question_truncated);
+  EXPECT_EQ(truncated->question_tokens, c.max_question_tokens);
+  const auto fine = answer("where was Ada born", Document(2, 10, 1));
+  ASSERT_TRUE(fine.ok());
+  EXPECT_FALSE(fine->question_truncated);
+}
+
+TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {
+  const ModelConfig c = TinyConfig("SCS", 24, 16, {3});
+  const TensorMap w = SpreadWeights(c, 8);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("longqa_engine_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << ModelConfigToJson(c);
+  ASSERT_TRUE(WriteSafetensors((dir / "model.safetensors").string(), w).ok());
+  // The folder gets the test tokenizer's model file.
+  const auto source = std::filesystem::temp_directory_path() /
+                      ("longqa_test_spm_" + std::to_string(::getpid())) / "spm.model";
+  TestTokenizer();  // makes sure the file exists
+  std::filesystem::copy_file(source, dir / "spm.model",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto loaded = Engine::LoadFromDir(dir.string(), EngineOptions{2, "cpu"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const auto in_memory = MakeEngine(c, w);
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = Document(4, 30, 2);
+  const auto a = (*loaded)->Answer(r);
+  const auto b = in_memory->Answer(r);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->type, b->type);
+  EXPECT_EQ(a->long_answer.byte_begin, b->long_answer.byte_begin);
+  EXPECT_FLOAT_EQ(a->long_answer.score, b->long_answer.score);
+  std::filesystem::remove(dir / "model.safetensors");
+  EXPECT_FALSE(Engine::LoadFromDir(dir.string(), EngineOptions{}).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace longqa
