@@ -1,9 +1,8 @@
 #include "model/config.h"
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "model/status_macros.h"
@@ -16,13 +15,15 @@ using nlohmann::json;
 template <typename T>
 absl::Status Read(const json& j, const char* key, T* out, bool required) {
   if (!j.contains(key)) {
-    if (required) return absl::InvalidArgumentError(absl::StrCat("config: missing key '", key, "'"));
+    if (required)
+      return absl::InvalidArgumentError(absl::StrCat("config: missing key '", key, "'"));
     return absl::OkStatus();
   }
   try {
     *out = j.at(key).get<T>();
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("config: key '", key, "' has the wrong type: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: key '", key, "' has the wrong type: ", e.what()));
   }
   return absl::OkStatus();
 }
@@ -43,8 +44,8 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.layers.empty()) return bad("layers", "must name at least one layer");
   int64_t cluster_layers = 0;
   for (char kind : c.layers) {
-    const bool ok = c.architecture == Architecture::kClusterFormer ? (kind == 'S' || kind == 'C')
-                                                                   : kind == 'E';
+    const bool ok =
+        c.architecture == Architecture::kClusterFormer ? (kind == 'S' || kind == 'C') : kind == 'E';
     if (!ok) {
       return bad("layers", absl::StrCat("has '", std::string(1, kind), "': ",
                                         c.architecture == Architecture::kClusterFormer
@@ -62,7 +63,8 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
       return bad("stride_tokens", "must be in [1, window_tokens]");
     }
     if (static_cast<int64_t>(c.num_clusters.size()) != cluster_layers) {
-      return bad("num_clusters", absl::StrCat("needs one entry per C layer (", cluster_layers, ")"));
+      return bad("num_clusters",
+                 absl::StrCat("needs one entry per C layer (", cluster_layers, ")"));
     }
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
@@ -71,7 +73,8 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.max_position_embeddings < needed) {
       return bad("max_position_embeddings",
                  absl::StrCat("must be at least position_offset + max_question_tokens + 2 + "
-                              "window_tokens = ", needed));
+                              "window_tokens = ",
+                              needed));
     }
   } else {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
@@ -85,6 +88,27 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (id < 0 || id >= c.vocab_size) return bad(name, "must be a token id below vocab_size");
   }
   return absl::OkStatus();
+}
+
+ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t num_heads,
+                                int64_t intermediate_size, const std::string& layers,
+                                int64_t window_tokens, int64_t stride_tokens,
+                                int64_t clusters_per_layer, int64_t max_question_tokens) {
+  ModelConfig c;
+  c.architecture = Architecture::kClusterFormer;
+  c.vocab_size = vocab_size;
+  c.hidden_size = hidden_size;
+  c.num_heads = num_heads;
+  c.intermediate_size = intermediate_size;
+  c.layers = layers;
+  c.window_tokens = window_tokens;
+  c.stride_tokens = stride_tokens;
+  c.max_question_tokens = max_question_tokens;
+  c.max_position_embeddings = c.position_offset + max_question_tokens + 2 + window_tokens;
+  for (char kind : layers) {
+    if (kind == 'C') c.num_clusters.push_back(clusters_per_layer);
+  }
+  return c;
 }
 
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
@@ -103,8 +127,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   } else if (arch == "etc") {
     c.architecture = Architecture::kEtc;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config: 'architecture' is '", arch, "'; expected 'cluster_former' or 'etc'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: 'architecture' is '", arch, "'; expected 'cluster_former' or 'etc'"));
   }
   LONGQA_RETURN_IF_ERROR(Read(j, "vocab_size", &c.vocab_size, true));
   LONGQA_RETURN_IF_ERROR(Read(j, "hidden_size", &c.hidden_size, true));
@@ -144,7 +168,8 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
   text << in.rdbuf();
   auto config = ParseModelConfig(text.str());
   if (!config.ok()) {
-    return absl::Status(config.status().code(), absl::StrCat(path, ": ", config.status().message()));
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
   }
   return config;
 }

@@ -20,10 +20,10 @@ struct SpecialTokens {
 };
 
 struct EtcConfig {
-  int64_t radius = 84;              // r: l2l attention radius in tokens
-  int64_t relative_clip = 12;       // k: relative position labels clipped to [-k, k]
-  bool shared_projections = true;   // one W_Q/W_K/W_V for global and long, or two sets
-  bool hard_g2l_mask = false;       // segment tokens see only their own paragraph's tokens
+  int64_t radius = 84;             // r: l2l attention radius in tokens
+  int64_t relative_clip = 12;      // k: relative position labels clipped to [-k, k]
+  bool shared_projections = true;  // one W_Q/W_K/W_V for global and long, or two sets
+  bool hard_g2l_mask = false;      // segment tokens see only their own paragraph's tokens
 };
 
 struct ModelConfig {
@@ -36,9 +36,9 @@ struct ModelConfig {
   int64_t position_offset = 2;  // RoBERTa: position ids start at padding_idx + 1
   int64_t type_vocab_size = 1;
   double layer_norm_eps = 1e-5;
-  std::string layers;  // layer plan, one letter a layer: S sliding-window, C cluster, E ETC
-  int64_t window_tokens = 0;   // l
-  int64_t stride_tokens = 0;   // m
+  std::string layers;         // layer plan, one letter a layer: S sliding-window, C cluster, E ETC
+  int64_t window_tokens = 0;  // l
+  int64_t stride_tokens = 0;  // m
   std::vector<int64_t> num_clusters;  // one entry per C layer, in order
   int64_t max_question_tokens = 64;   // question tokens kept, without CLS/SEP
   SpecialTokens special;
@@ -47,6 +47,14 @@ struct ModelConfig {
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
   int64_t head_dim() const { return hidden_size / num_heads; }
 };
+
+// A Cluster-Former config for any dims, with max_position_embeddings sized to fit the windows and
+// one cluster count per C layer of `layers`: the input of the random-model factory
+// (RandomWeights) for tests and benchmarks.
+ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t num_heads,
+                                int64_t intermediate_size, const std::string& layers,
+                                int64_t window_tokens, int64_t stride_tokens,
+                                int64_t clusters_per_layer, int64_t max_question_tokens);
 
 // Parses and validates config.json text.
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text);

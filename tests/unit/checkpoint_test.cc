@@ -57,7 +57,7 @@ TEST_F(CheckpointTest, RoundTripKeepsValuesAndDtypes) {
 }
 
 TEST_F(CheckpointTest, ModelWeightsRoundTripThroughLoadWeights) {
-  const ModelConfig c = TinyConfig("SCS", 16, 12, {3});
+  const ModelConfig c = TinyConfig("SCS", 16, 12, 3);
   const TensorMap w = RandomWeights(c, 7);
   ASSERT_TRUE(WriteSafetensors(Path("model.safetensors"), w).ok());
   auto loaded = LoadWeights(Path("model.safetensors"), c);
@@ -133,7 +133,8 @@ TEST_F(CheckpointTest, WrongShapesMissingAndExtraTensorsNameTheTensor) {
 }
 
 TEST(ConfigTest, RoundTripsThroughJson) {
-  ModelConfig c = TinyConfig("SCSSC", 32, 24, {8, 16});
+  ModelConfig c = TinyConfig("SCSSC", 32, 24);
+  c.num_clusters = {8, 16};
   c.special.paragraph = 7;
   auto parsed = ParseModelConfig(ModelConfigToJson(c));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
@@ -144,7 +145,7 @@ TEST(ConfigTest, RoundTripsThroughJson) {
 }
 
 TEST(ConfigTest, ErrorsNameTheKey) {
-  const std::string good = ModelConfigToJson(TinyConfig("SCS", 16, 12, {4}));
+  const std::string good = ModelConfigToJson(TinyConfig("SCS", 16, 12, 4));
   auto with = [&](const std::string& key, const nlohmann::json& value) {
     nlohmann::json j = nlohmann::json::parse(good);
     if (value.is_null()) {

@@ -66,7 +66,7 @@ TEST(DocumentTest, ValidatesUtf8) {
 }
 
 TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {
-  const ModelConfig c = TinyConfig("SCS", 24, 16, {4});
+  const ModelConfig c = TinyConfig("SCS", 24, 16, 4);
   const auto engine = MakeEngine(c, SpreadWeights(c, 3));
   std::vector<PreparedRequest> prepared;
   const std::vector<std::pair<int, int>> shapes = {{3, 20}, {1, 4}, {9, 25}, {2, 60}, {5, 7}};
@@ -220,7 +220,7 @@ TEST(EngineTest, RejectsBadRequestsAndReportsTruncation) {
 }
 
 TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {
-  const ModelConfig c = TinyConfig("SCS", 24, 16, {3});
+  const ModelConfig c = TinyConfig("SCS", 24, 16, 3);
   const TensorMap w = SpreadWeights(c, 8);
   const auto dir =
       std::filesystem::temp_directory_path() / ("longqa_engine_" + std::to_string(::getpid()));

@@ -17,22 +17,12 @@
 
 namespace longqa::testing_support {
 
+// d=16, 2 heads: small enough for fp64 references; clusters_per_layer for every C layer.
 inline ModelConfig TinyConfig(const std::string& layers, int64_t l, int64_t m,
-                              std::vector<int64_t> clusters = {}) {
-  ModelConfig c;
-  c.vocab_size = 120;
-  c.hidden_size = 16;
-  c.num_heads = 2;
-  c.intermediate_size = 24;
-  c.max_question_tokens = 40;
-  c.position_offset = 2;
-  c.max_position_embeddings = c.position_offset + c.max_question_tokens + 2 + l;
-  c.layers = layers;
-  c.window_tokens = l;
-  c.stride_tokens = m;
-  c.num_clusters = std::move(clusters);
-  c.layer_norm_eps = 1e-5;
-  return c;
+                              int64_t clusters_per_layer = 4) {
+  return ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/16, /*num_heads=*/2,
+                             /*intermediate_size=*/24, layers, l, m, clusters_per_layer,
+                             /*max_question_tokens=*/40);
 }
 
 // Random weights, with matrices scaled to std 0.3 so attention patterns are far from uniform.
