@@ -1,5 +1,6 @@
-// Encoder throughput: tokens/s of a sliding-window-only model and a Cluster-Former model with
-// base-like dims (d=768, 12 heads, FFN 3072, 12 layers, l=256, m=224) at 1k to 32k context tokens,
+// Encoder throughput: tokens/s of a sliding-window-only model, a Cluster-Former model (d=768, 12
+// heads, FFN 3072, 12 layers, l=256, m=224) and an ETC model (same dims, r=84, k=12, one global
+// segment token per 64-token paragraph) at 1k to 32k context tokens,
 // next to the fp32 GEMM rate measured in the same run. A flat tokens/s across lengths shows that
 // nothing grows quadratically with document length.
 //
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "model/cluster_former.h"
+#include "model/etc_encoder.h"
 #include "model/window_plan.h"
 
 namespace {
@@ -102,6 +104,36 @@ int main(int argc, char** argv) {
                   tokens / s, gflops, 100.0 * gflops / gemm);
       std::fflush(stdout);
     }
+  }
+  longqa::ModelConfig etc = longqa::ClusterFormerConfig(
+      8000, 768, 12, 3072, std::string(num_layers, 'E'), 256, 224, 0, 30);
+  etc.architecture = longqa::Architecture::kEtc;
+  etc.etc.radius = 84;
+  etc.etc.relative_clip = 12;
+  const longqa::TensorMap etc_weights = longqa::RandomWeights(etc, 1);
+  const longqa::EtcEncoder etc_encoder(etc, etc_weights);
+  for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
+    std::vector<int32_t> ids(tokens);
+    std::vector<int64_t> paragraph(tokens);
+    for (int64_t t = 0; t < tokens; ++t) {
+      ids[t] = t % 64 == 0 ? etc.special.paragraph : static_cast<int32_t>(5 + t % 7000);
+      paragraph[t] = t / 64;
+    }
+    const longqa::EtcInput input =
+        longqa::MakeEtcInput(etc, std::vector<int32_t>(20, 7), ids, paragraph, (tokens + 63) / 64);
+    if (tokens == 1024) etc_encoder.Forward({input}, at::kCPU);  // warm-up
+    const auto start = Clock::now();
+    etc_encoder.Forward({input}, at::kCPU);
+    const double s = Seconds(start);
+    // Dense rows: long + global; attention: l2l over 3(r+1) keys plus all globals, globals over
+    // all.
+    const double d = 768, ffn = 3072, n_g = input.global_ids.size(), n_l = tokens;
+    const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
+    const double attention = 4.0 * d * (n_l * (3 * 85 + n_g) + n_g * (n_g + n_l));
+    const double gflops = num_layers * ((n_l + n_g) * per_row + attention) / s / 1e9;
+    std::printf("%-16s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n", "etc",
+                static_cast<long long>(tokens), 1, s, tokens / s, gflops, 100.0 * gflops / gemm);
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -29,6 +29,10 @@ at::Tensor ClusterAssign(const at::Tensor& rows, const at::Tensor& centroids);
 at::Tensor StableCountingSort(const at::Tensor& keys, const at::Tensor& seg_offsets,
                               int64_t num_keys);
 
+// ETC relative attention: out[r, h, s] = qa[r, h, labels[r % period, s]] (zeros where the label
+// is -1). qa [rows, heads, L], labels [period, slots] int64 in [-1, L) → [rows, heads, slots].
+at::Tensor RelativeLabelGather(const at::Tensor& qa, const at::Tensor& labels);
+
 // The inverse of a permutation: inv[perm[k]] = k.
 at::Tensor InvertPermutation(const at::Tensor& perm);
 

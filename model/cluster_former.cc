@@ -49,12 +49,12 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
     chunk_plan = PlanChunks(plan.rows_begin, m);
     rows_begin = ToDevice(plan.rows_begin, device);
     sorted_to_slot = ToDevice(chunk_plan.sorted_to_slot, device);
-    chunk_valid = at::tensor(std::vector<int64_t>(chunk_plan.slot_valid.begin(),
-                                                  chunk_plan.slot_valid.end()),
-                             at::kLong)
-                      .to(device)
-                      .view({chunk_plan.num_chunks, m})
-                      .to(at::kBool);
+    chunk_valid =
+        at::tensor(std::vector<int64_t>(chunk_plan.slot_valid.begin(), chunk_plan.slot_valid.end()),
+                   at::kLong)
+            .to(device)
+            .view({chunk_plan.num_chunks, m})
+            .to(at::kBool);
   }
 
   at::Tensor hbar;  // [R, d]: undefined until the first layer has merged the windows
@@ -67,8 +67,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
     }
     const at::Tensor& centroids = centroids_[i];
     const at::Tensor cluster_ids = kernels::ClusterAssign(hbar, centroids);
-    const at::Tensor perm =
-        kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));
+    const at::Tensor perm = kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));
     at::Tensor chunk_index = at::full({chunk_plan.num_chunks * m}, -1, perm.options());
     chunk_index.index_put_({sorted_to_slot}, perm);
     const at::Tensor chunks = layers_[i].Forward(

@@ -134,7 +134,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "hidden_size", &c.hidden_size, true));
   LONGQA_RETURN_IF_ERROR(Read(j, "num_heads", &c.num_heads, true));
   LONGQA_RETURN_IF_ERROR(Read(j, "intermediate_size", &c.intermediate_size, true));
-  LONGQA_RETURN_IF_ERROR(Read(j, "max_position_embeddings", &c.max_position_embeddings, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "max_position_embeddings", &c.max_position_embeddings, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "position_offset", &c.position_offset, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "type_vocab_size", &c.type_vocab_size, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "layer_norm_eps", &c.layer_norm_eps, false));

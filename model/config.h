@@ -48,6 +48,12 @@ struct ModelConfig {
   int64_t head_dim() const { return hidden_size / num_heads; }
 };
 
+// ETC relative-attention labels: 2k+1 clipped relative positions (label = clip(j - i) + k), then
+// "part of" (a segment token and a token of its paragraph) and "not part of".
+inline int64_t EtcNumLabels(const ModelConfig& c) { return 2 * c.etc.relative_clip + 3; }
+inline int64_t EtcPartOfLabel(const ModelConfig& c) { return 2 * c.etc.relative_clip + 1; }
+inline int64_t EtcNotPartOfLabel(const ModelConfig& c) { return 2 * c.etc.relative_clip + 2; }
+
 // A Cluster-Former config for any dims, with max_position_embeddings sized to fit the windows and
 // one cluster count per C layer of `layers`: the input of the random-model factory
 // (RandomWeights) for tests and benchmarks.

@@ -30,8 +30,8 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
 
   std::array<float, 5> adjusted = logits.type_logits;
   adjusted[0] += options.null_threshold;
-  const auto type = static_cast<AnswerType>(
-      std::max_element(adjusted.begin(), adjusted.end()) - adjusted.begin());
+  const auto type = static_cast<AnswerType>(std::max_element(adjusted.begin(), adjusted.end()) -
+                                            adjusted.begin());
 
   // Best non-empty paragraph.
   int64_t best_paragraph = -1;

@@ -26,8 +26,8 @@ std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
                            std::vector<ByteRange>* ranges);
 
 struct TokenizedDocument {
-  std::vector<int32_t> ids;         // paragraph token, then the paragraph's pieces, per paragraph
-  std::vector<ByteRange> spans;     // per token; the paragraph token has an empty span
+  std::vector<int32_t> ids;      // paragraph token, then the paragraph's pieces, per paragraph
+  std::vector<ByteRange> spans;  // per token; the paragraph token has an empty span
   std::vector<int64_t> token_paragraph;    // per token: its paragraph index
   std::vector<ByteRange> paragraph_bytes;  // per paragraph
   std::vector<int64_t> paragraph_token;    // per paragraph: index of its paragraph token

@@ -31,9 +31,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                                                        std::unique_ptr<Tokenizer> tokenizer,
                                                        const EngineOptions& options) {
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(config));
-  if (config.architecture != Architecture::kClusterFormer) {
-    return absl::UnimplementedError("the etc architecture is not implemented yet");
-  }
   at::Device device(at::kCPU);
   try {
     device = at::Device(options.device);
@@ -59,7 +56,11 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
                std::unique_ptr<Tokenizer> tokenizer, const at::Device& device)
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
-  encoder_ = std::make_unique<ClusterFormerEncoder>(config_, weights_);
+  if (config_.architecture == Architecture::kEtc) {
+    etc_ = std::make_unique<EtcEncoder>(config_, weights_);
+  } else {
+    cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights_);
+  }
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
@@ -82,35 +83,58 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
   prepared.question_ids.push_back(config_.special.cls);
   for (const Piece& p : pieces) prepared.question_ids.push_back(p.id);
   prepared.question_ids.push_back(config_.special.sep);
-  LONGQA_ASSIGN_OR_RETURN(
-      prepared.document,
-      TokenizeDocument(*tokenizer_, request.text, request.paragraphs, config_.special));
+  LONGQA_ASSIGN_OR_RETURN(prepared.document, TokenizeDocument(*tokenizer_, request.text,
+                                                              request.paragraphs, config_.special));
   prepared.request = std::move(request);
   return prepared;
 }
 
-std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch) const {
+std::pair<at::Tensor, at::Tensor> Engine::EncodeClusterFormer(
+    const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const {
   std::vector<WindowInput> inputs;
   for (const PreparedRequest* r : batch) inputs.push_back({r->question_ids, r->document.ids});
   const WindowPlan plan =
       PlanWindows(inputs, config_.window_tokens, config_.stride_tokens, config_.special.pad);
-  const at::Tensor hbar = encoder_->Forward(plan, device_);
-
-  // Heads: span and paragraph scores on every context token's row, answer type on the mean of
-  // each request's window CLS rows (the mean is an overlap_merge over the request's windows).
-  const at::Tensor context = kernels::GatherRows(
-      hbar, at::tensor(plan.context_rows, at::kLong).to(device_));
-  const at::Tensor span = at::linear(context, WeightAt(weights_, "qa_outputs.weight"),
-                                     WeightAt(weights_, "qa_outputs.bias"));
-  const at::Tensor long_score = at::linear(context, WeightAt(weights_, "long_answer.weight"),
-                                           WeightAt(weights_, "long_answer.bias"));
-  const at::Tensor cls = kernels::GatherRows(hbar, at::tensor(plan.cls_rows, at::kLong).to(device_));
+  const at::Tensor hbar = cluster_former_->Forward(plan, device_);
+  *context_begin = plan.context_begin;
+  // Answer type from the mean of each request's window CLS rows (an overlap_merge over them).
+  const at::Tensor cls =
+      kernels::GatherRows(hbar, at::tensor(plan.cls_rows, at::kLong).to(device_));
   std::vector<int64_t> windows(plan.num_windows);
   for (int64_t w = 0; w < plan.num_windows; ++w) windows[w] = w;
   const at::Tensor mean_cls =
       kernels::OverlapMerge(cls, at::tensor(plan.windows_begin, at::kLong).to(device_),
                             at::tensor(windows, at::kLong).to(device_));
-  const at::Tensor type = at::linear(mean_cls, WeightAt(weights_, "answer_type.weight"),
+  return {kernels::GatherRows(hbar, at::tensor(plan.context_rows, at::kLong).to(device_)),
+          mean_cls};
+}
+
+std::pair<at::Tensor, at::Tensor> Engine::EncodeEtc(
+    const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const {
+  std::vector<EtcInput> inputs;
+  for (const PreparedRequest* r : batch) {
+    const std::vector<int32_t> pieces(r->question_ids.begin() + 1, r->question_ids.end() - 1);
+    inputs.push_back(MakeEtcInput(config_, pieces, r->document.ids, r->document.token_paragraph,
+                                  static_cast<int64_t>(r->document.paragraph_bytes.size())));
+  }
+  const EtcOutput out = etc_->Forward(inputs, device_);
+  *context_begin = out.long_begin;
+  // Answer type from the global CLS token (the first global token of each request).
+  std::vector<int64_t> cls_rows(out.global_begin.begin(), out.global_begin.end() - 1);
+  return {out.long_states,
+          kernels::GatherRows(out.global_states, at::tensor(cls_rows, at::kLong).to(device_))};
+}
+
+std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch) const {
+  std::vector<int64_t> context_begin;
+  const auto [context, type_input] =
+      etc_ ? EncodeEtc(batch, &context_begin) : EncodeClusterFormer(batch, &context_begin);
+  // Heads: span and long-answer scores on every context token, answer type per request.
+  const at::Tensor span = at::linear(context, WeightAt(weights_, "qa_outputs.weight"),
+                                     WeightAt(weights_, "qa_outputs.bias"));
+  const at::Tensor long_score = at::linear(context, WeightAt(weights_, "long_answer.weight"),
+                                           WeightAt(weights_, "long_answer.bias"));
+  const at::Tensor type = at::linear(type_input, WeightAt(weights_, "answer_type.weight"),
                                      WeightAt(weights_, "answer_type.bias"));
 
   const at::Tensor span_cpu = span.to(at::kCPU).to(at::kFloat).contiguous();
@@ -118,7 +142,7 @@ std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedReque
   const at::Tensor type_cpu = type.to(at::kCPU).to(at::kFloat).contiguous();
   std::vector<RequestLogits> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    const int64_t begin = plan.context_begin[i], end = plan.context_begin[i + 1];
+    const int64_t begin = context_begin[i], end = context_begin[i + 1];
     const float* s = span_cpu.data_ptr<float>();
     const float* l = long_cpu.data_ptr<float>();
     for (int64_t j = begin; j < end; ++j) {
@@ -153,7 +177,7 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(
     answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
     answer.document_tokens = static_cast<int64_t>(r.document.ids.size());
     answer.windows =
-        NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
+        etc_ ? 1 : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
     answers.push_back(std::move(answer));
   }
   return answers;

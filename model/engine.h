@@ -12,6 +12,7 @@
 #include "model/config.h"
 #include "model/decode.h"
 #include "model/document.h"
+#include "model/etc_encoder.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 
@@ -19,7 +20,7 @@ namespace longqa {
 
 struct QaRequest {
   std::string question;
-  std::string text;                  // the document; offsets in answers index this
+  std::string text;                   // the document; offsets in answers index this
   std::vector<ByteRange> paragraphs;  // empty: split `text` at blank lines
   DecodeOptions options;
 };
@@ -65,12 +66,19 @@ class Engine {
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
          const at::Device& device);
   std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch) const;
+  // The encoder's per-token context states [sum x, d] (requests in order, offsets in
+  // *context_begin) and each request's answer-type input state [n, d].
+  std::pair<at::Tensor, at::Tensor> EncodeClusterFormer(
+      const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const;
+  std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<const PreparedRequest*>& batch,
+                                              std::vector<int64_t>* context_begin) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   at::Device device_;
-  TensorMap weights_;  // on device_
-  std::unique_ptr<ClusterFormerEncoder> encoder_;
+  TensorMap weights_;                                     // on device_
+  std::unique_ptr<ClusterFormerEncoder> cluster_former_;  // one of the two is set
+  std::unique_ptr<EtcEncoder> etc_;
 };
 
 }  // namespace longqa

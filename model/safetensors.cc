@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -28,10 +27,14 @@ absl::StatusOr<at::ScalarType> DTypeOf(const std::string& dtype) {
 
 const char* DTypeName(at::ScalarType type) {
   switch (type) {
-    case at::kFloat: return "F32";
-    case at::kHalf: return "F16";
-    case at::kBFloat16: return "BF16";
-    default: return nullptr;
+    case at::kFloat:
+      return "F32";
+    case at::kHalf:
+      return "F16";
+    case at::kBFloat16:
+      return "BF16";
+    default:
+      return nullptr;
   }
 }
 
@@ -84,7 +87,8 @@ absl::StatusOr<std::map<std::string, SafetensorsEntry>> ParseSafetensorsHeader(
                               data_bytes, "-byte data section (truncated file?)"));
     }
     if (e.end - e.begin != bytes) {
-      return bad(absl::StrCat("holds ", e.end - e.begin, " bytes but shape and dtype need ", bytes));
+      return bad(
+          absl::StrCat("holds ", e.end - e.begin, " bytes but shape and dtype need ", bytes));
     }
     ranges.emplace_back(e.begin, e.end);
     entries.emplace(name, std::move(e));
@@ -104,7 +108,8 @@ SafetensorsFile::~SafetensorsFile() {
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     ::close(fd);
@@ -163,13 +168,14 @@ absl::Status WriteSafetensors(const std::string& path,
   for (const auto& [name, tensor] : tensors) {
     const char* dtype = DTypeName(tensor.scalar_type());
     if (dtype == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "': dtype ", c10::toString(tensor.scalar_type()),
-                       " cannot be written (F32, F16, BF16 only)"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': dtype ",
+                                                     c10::toString(tensor.scalar_type()),
+                                                     " cannot be written (F32, F16, BF16 only)"));
     }
     at::Tensor t = tensor.to(at::kCPU).contiguous();
     const uint64_t bytes = t.numel() * t.element_size();
-    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(std::move(t));
   }

@@ -59,13 +59,23 @@ at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor&
   auto heads = [&](const at::Tensor& y) {  // [B, T, d] → [B, h, T, dh]
     return y.view({b, t, num_heads_, dh}).transpose(1, 2);
   };
-  const at::Tensor q = heads(at::linear(x, q_w_, q_b_));
-  const at::Tensor k = heads(at::linear(x, k_w_, k_b_));
-  const at::Tensor v = heads(at::linear(x, v_w_, v_b_));
-  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(1.0 / std::sqrt(static_cast<double>(dh)));
+  const at::Tensor q = heads(Query(x));
+  const at::Tensor k = heads(Key(x));
+  const at::Tensor v = heads(Value(x));
+  at::Tensor scores =
+      at::matmul(q, k.transpose(-1, -2)).mul_(1.0 / std::sqrt(static_cast<double>(dh)));
   scores.masked_fill_(valid.logical_not().view({b, 1, 1, t}), -1e30);
   const at::Tensor context =
       at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({b, t, d});
+  return Finish(x, context);
+}
+
+at::Tensor TransformerLayer::Query(const at::Tensor& x) const { return at::linear(x, q_w_, q_b_); }
+at::Tensor TransformerLayer::Key(const at::Tensor& x) const { return at::linear(x, k_w_, k_b_); }
+at::Tensor TransformerLayer::Value(const at::Tensor& x) const { return at::linear(x, v_w_, v_b_); }
+
+at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {
+  const int64_t d = x.size(-1);
   const at::Tensor h1 =
       at::layer_norm(x + at::linear(context, o_w_, o_b_), {d}, ln1_w_, ln1_b_, eps_);
   const at::Tensor ffn = at::linear(at::gelu(at::linear(h1, i_w_, i_b_)), f_w_, f_b_);
@@ -75,13 +85,16 @@ at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor&
 Embeddings::Embeddings(const TensorMap& w, const ModelConfig& config)
     : eps_(config.layer_norm_eps),
       word_(WeightAt(w, "embeddings.word_embeddings.weight")),
-      position_(WeightAt(w, "embeddings.position_embeddings.weight")),
+      position_(w.count("embeddings.position_embeddings.weight")
+                    ? w.at("embeddings.position_embeddings.weight")
+                    : at::Tensor()),
       type_(WeightAt(w, "embeddings.token_type_embeddings.weight")),
       ln_w_(WeightAt(w, "embeddings.LayerNorm.weight")),
       ln_b_(WeightAt(w, "embeddings.LayerNorm.bias")) {}
 
 at::Tensor Embeddings::Forward(const at::Tensor& ids, const at::Tensor& positions) const {
-  const at::Tensor e = at::embedding(word_, ids) + at::embedding(position_, positions) + type_[0];
+  at::Tensor e = at::embedding(word_, ids) + type_[0];
+  if (positions.defined()) e = e + at::embedding(position_, positions);
   return at::layer_norm(e, {word_.size(1)}, ln_w_, ln_b_, eps_);
 }
 

@@ -22,6 +22,14 @@ class TransformerLayer {
   // Large batches run in groups so that the attention scores stay within a memory bound.
   at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid) const;
 
+  // The pieces around the attention pattern, for layers with their own pattern (ETC):
+  // the q, k, v projections of x [..., d], and the output projection + add & norm + FFN + add &
+  // norm of the attention context.
+  at::Tensor Query(const at::Tensor& x) const;
+  at::Tensor Key(const at::Tensor& x) const;
+  at::Tensor Value(const at::Tensor& x) const;
+  at::Tensor Finish(const at::Tensor& x, const at::Tensor& context) const;
+
  private:
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
 
@@ -31,7 +39,8 @@ class TransformerLayer {
   at::Tensor i_w_, i_b_, f_w_, f_b_, ln2_w_, ln2_b_;
 };
 
-// RoBERTa-style embeddings: word + position + token type, then LayerNorm.
+// RoBERTa-style embeddings: word + position + token type, then LayerNorm. Models without absolute
+// positions (ETC) have no position table and pass an undefined `positions`.
 class Embeddings {
  public:
   Embeddings(const TensorMap& weights, const ModelConfig& config);

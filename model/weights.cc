@@ -12,9 +12,9 @@ std::string LayerScope(int64_t layer) { return absl::StrCat("encoder.layer.", la
 
 std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c) {
   const int64_t d = c.hidden_size;
+  const bool etc = c.architecture == Architecture::kEtc;
   std::map<std::string, std::vector<int64_t>> shapes = {
       {"embeddings.word_embeddings.weight", {c.vocab_size, d}},
-      {"embeddings.position_embeddings.weight", {c.max_position_embeddings, d}},
       {"embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}},
       {"embeddings.LayerNorm.weight", {d}},
       {"embeddings.LayerNorm.bias", {d}},
@@ -25,6 +25,8 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
       {absl::StrCat(kAnswerType, ".weight"), {kNumAnswerTypes, d}},
       {absl::StrCat(kAnswerType, ".bias"), {kNumAnswerTypes}},
   };
+  // ETC replaces absolute positions with relative labels.
+  if (!etc) shapes["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, d};
   size_t cluster_layer = 0;
   for (int64_t i = 0; i < c.num_layers(); ++i) {
     const std::string s = LayerScope(i);
@@ -43,6 +45,15 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
     shapes[s + ".output.LayerNorm.weight"] = {d};
     shapes[s + ".output.LayerNorm.bias"] = {d};
     if (c.layers[i] == 'C') shapes[s + ".centroids"] = {c.num_clusters[cluster_layer++], d};
+    if (etc) {
+      shapes[s + ".attention.self.relative_key"] = {EtcNumLabels(c), d};
+      if (!c.etc.shared_projections) {
+        for (const char* proj : {"global_query", "global_key", "global_value"}) {
+          shapes[absl::StrCat(s, ".attention.self.", proj, ".weight")] = {d, d};
+          shapes[absl::StrCat(s, ".attention.self.", proj, ".bias")] = {d};
+        }
+      }
+    }
   }
   return shapes;
 }
@@ -65,9 +76,9 @@ absl::StatusOr<TensorMap> LoadWeights(const std::string& path, const ModelConfig
       return absl::InvalidArgumentError(absl::StrCat(path, ": missing tensor '", name, "'"));
     }
     if (it->second.shape != shape) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": tensor '", name, "' has shape [", absl::StrJoin(it->second.shape, ", "),
-                       "] but the config needs [", absl::StrJoin(shape, ", "), "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": tensor '", name, "' has shape [", absl::StrJoin(it->second.shape, ", "),
+          "] but the config needs [", absl::StrJoin(shape, ", "), "]"));
     }
     auto tensor = (*file)->Read(name);
     if (!tensor.ok()) return tensor.status();

@@ -4,9 +4,7 @@
 
 namespace longqa {
 
-int64_t NumWindows(int64_t x, int64_t l, int64_t m) {
-  return x <= l ? 1 : 1 + (x - l + m - 1) / m;
-}
+int64_t NumWindows(int64_t x, int64_t l, int64_t m) { return x <= l ? 1 : 1 + (x - l + m - 1) / m; }
 
 WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_t m,
                        int64_t pad_id) {

@@ -24,6 +24,10 @@ const char* StableCountingSort(const int64_t* keys, const int64_t* seg_offsets,
                                int64_t num_segments, int64_t num_keys, int64_t* counts_scratch,
                                int64_t* perm, void* stream);
 
+const char* RelativeLabelGather(DType dtype, const void* qa, int64_t rows, int64_t heads,
+                                int64_t num_labels, const int64_t* labels, int64_t period,
+                                int64_t slots, void* out, void* stream);
+
 // The current CUDA stream of LibTorch for the tensor's device (defined in stream.cc, CUDA builds).
 void* CurrentStream(int device_index);
 

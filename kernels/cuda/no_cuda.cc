@@ -20,6 +20,10 @@ const char* StableCountingSort(const int64_t*, const int64_t*, int64_t, int64_t,
                                void*) {
   return kNoCuda;
 }
+const char* RelativeLabelGather(DType, const void*, int64_t, int64_t, int64_t, const int64_t*,
+                                int64_t, int64_t, void*, void*) {
+  return kNoCuda;
+}
 void* CurrentStream(int) { return nullptr; }
 
 }  // namespace longqa::kernels::cuda

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "model/window_plan.h"
+#include "tests/unit/reference_layers.h"
 #include "tests/unit/test_model.h"
 
 namespace longqa {
@@ -20,43 +21,6 @@ using testing_support::SpreadWeights;
 using testing_support::TinyConfig;
 
 constexpr double kTolerance = 2e-4;
-
-at::Tensor W(const TensorMap& w, const std::string& name) { return w.at(name).to(at::kDouble); }
-
-at::Tensor RefLayerNorm(const at::Tensor& x, const at::Tensor& g, const at::Tensor& b, double eps) {
-  const at::Tensor mean = x.mean(-1, true);
-  const at::Tensor var = (x - mean).pow(2).mean(-1, true);
-  return (x - mean) / (var + eps).sqrt() * g + b;
-}
-
-at::Tensor RefLinear(const TensorMap& w, const std::string& name, const at::Tensor& x) {
-  return at::matmul(x, W(w, name + ".weight").t()) + W(w, name + ".bias");
-}
-
-// One post-LN layer on one unpadded sequence x [T, d].
-at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer, const at::Tensor& x) {
-  const std::string s = "encoder.layer." + std::to_string(layer);
-  const at::Tensor q = RefLinear(w, s + ".attention.self.query", x);
-  const at::Tensor k = RefLinear(w, s + ".attention.self.key", x);
-  const at::Tensor v = RefLinear(w, s + ".attention.self.value", x);
-  const int64_t dh = c.head_dim();
-  std::vector<at::Tensor> per_head;
-  for (int64_t h = 0; h < c.num_heads; ++h) {
-    const at::Tensor scores =
-        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh));
-    const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
-    per_head.push_back(at::matmul(e / e.sum(1, true), v.narrow(1, h * dh, dh)));
-  }
-  const at::Tensor attn = RefLinear(w, s + ".attention.output.dense", at::cat(per_head, 1));
-  const at::Tensor h1 =
-      RefLayerNorm(x + attn, W(w, s + ".attention.output.LayerNorm.weight"),
-                   W(w, s + ".attention.output.LayerNorm.bias"), c.layer_norm_eps);
-  const at::Tensor inner = RefLinear(w, s + ".intermediate.dense", h1);
-  const at::Tensor gelu = 0.5 * inner * (1.0 + (inner / std::sqrt(2.0)).erf());
-  return RefLayerNorm(h1 + RefLinear(w, s + ".output.dense", gelu),
-                      W(w, s + ".output.LayerNorm.weight"), W(w, s + ".output.LayerNorm.bias"),
-                      c.layer_norm_eps);
-}
 
 at::Tensor RefEmbed(const TensorMap& w, const ModelConfig& c, const std::vector<int32_t>& ids) {
   std::vector<int64_t> i64(ids.begin(), ids.end()), pos(ids.size());

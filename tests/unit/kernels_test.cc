@@ -31,6 +31,11 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
+// Keeps CTest's test names readable (gtest would print the struct's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.device << "/" << c.dtype << " tol " << c.tolerance;
+}
+
 std::string CaseName(const testing::TestParamInfo<Case>& info) {
   return std::string(info.param.device.is_cuda() ? "cuda_" : "cpu_") +
          c10::toString(info.param.dtype);
@@ -148,6 +153,20 @@ TEST_P(KernelOpTest, StableCountingSortMatchesStableSortPerSegment) {
   EXPECT_TRUE(at::equal(perm.index_select(0, inv), at::arange(n, at::kLong)));
 }
 
+TEST_P(KernelOpTest, RelativeLabelGatherPicksEachPairsLabel) {
+  const int64_t rows = 301, heads = 3, labels = 11, period = 7, slots = 21;
+  const at::Tensor qa = Random({rows, heads, labels});
+  const at::Tensor table = at::randint(-1, labels, {period, slots}, at::kLong);
+  const at::Tensor got = RelativeLabelGather(qa, table.to(GetParam().device));
+  // Reference: expand the periodic table to every row and gather along the label dim.
+  const at::Tensor full = table.repeat({(rows + period - 1) / period, 1}).narrow(0, 0, rows);
+  const at::Tensor idx = full.clamp_min(0).unsqueeze(1).expand({rows, heads, slots});
+  const at::Tensor qa64 = qa.to(at::kCPU).to(at::kDouble);
+  const at::Tensor want =
+      at::where((full >= 0).unsqueeze(1), qa64.gather(2, idx), at::zeros({1}, at::kDouble));
+  ExpectClose(got, want);
+}
+
 TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   if (GetParam().device.is_cuda()) GTEST_SKIP() << "value checks would sync the GPU: CPU only";
   const at::Tensor src = Random({4, 3});
@@ -156,6 +175,7 @@ TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   EXPECT_THROW(GatherRows(src.reshape({12}), Long({0})), c10::Error);
   EXPECT_THROW(OverlapMerge(src, Long({0, 2, 1}), Long({0, 1})), c10::Error);
   EXPECT_THROW(StableCountingSort(Long({0, 5}), Long({0, 2}), 3), c10::Error);
+  EXPECT_THROW(RelativeLabelGather(Random({2, 1, 3}), Long({0, 3}).view({1, 2})), c10::Error);
   try {
     GatherRows(src, Long({7}));
     FAIL() << "expected an error";

@@ -1,0 +1,225 @@
+#include "model/etc_encoder.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ops.h"
+
+namespace longqa {
+
+// Host-built index and label tables of one request, uploaded to the device.
+struct EtcEncoder::RequestTables {
+  int64_t n_g = 0, n_l = 0, block = 0, num_blocks = 0;
+  at::Tensor block_index;    // [num_blocks * 3 * block]: long row of every key slot, or -1
+  at::Tensor local_labels;   // [block, 3 * block]: l2l label by (query in block, key slot)
+  at::Tensor local_valid;    // [num_blocks, 1, block, 3 * block] bool
+  at::Tensor l2g_labels;     // [num_blocks * block, n_g]
+  at::Tensor global_labels;  // [n_g, n_g + n_l]: g2g then g2l
+  at::Tensor global_valid;   // [1, n_g, n_g + n_l] bool
+};
+
+EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& question_pieces,
+                      const std::vector<int32_t>& document_ids,
+                      const std::vector<int64_t>& token_paragraph, int64_t num_paragraphs) {
+  EtcInput in;
+  in.global_ids.push_back(config.special.cls);
+  in.global_paragraph.push_back(-1);
+  for (int32_t id : question_pieces) {
+    in.global_ids.push_back(id);
+    in.global_paragraph.push_back(-1);
+  }
+  for (int64_t p = 0; p < num_paragraphs; ++p) {
+    in.global_ids.push_back(config.special.paragraph);
+    in.global_paragraph.push_back(p);
+  }
+  in.long_ids = document_ids;
+  in.long_paragraph = token_paragraph;
+  return in;
+}
+
+EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights)
+    : config_(config), embeddings_(weights, config) {
+  for (int64_t i = 0; i < config.num_layers(); ++i) {
+    const std::string s = LayerScope(i) + ".attention.self.";
+    Layer layer{TransformerLayer(weights, LayerScope(i), config),
+                {},
+                {},
+                {},
+                {},
+                {},
+                {},
+                WeightAt(weights, s + "relative_key")};
+    if (!config.etc.shared_projections) {
+      layer.gq_w = WeightAt(weights, s + "global_query.weight");
+      layer.gq_b = WeightAt(weights, s + "global_query.bias");
+      layer.gk_w = WeightAt(weights, s + "global_key.weight");
+      layer.gk_b = WeightAt(weights, s + "global_key.bias");
+      layer.gv_w = WeightAt(weights, s + "global_value.weight");
+      layer.gv_b = WeightAt(weights, s + "global_value.bias");
+    }
+    layers_.push_back(std::move(layer));
+  }
+}
+
+namespace {
+
+at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
+  return at::tensor(v, at::kLong).to(device);
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const at::Tensor& qg,
+                                                     const at::Tensor& kg, const at::Tensor& vg,
+                                                     const at::Tensor& ql, const at::Tensor& kl,
+                                                     const at::Tensor& vl,
+                                                     const RequestTables& t) const {
+  const int64_t h = config_.num_heads, dh = config_.head_dim(), d = config_.hidden_size;
+  const int64_t labels = EtcNumLabels(config_);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const at::Tensor rel = layer.relative_key.view({labels, h, dh}).permute({1, 2, 0});  // [h,dh,L]
+  auto heads = [&](const at::Tensor& x) { return x.view({x.size(0), h, dh}); };        // [n, h, dh]
+  // q · a_K for every query and label, as [n, h, L] for relative_label_gather.
+  auto label_scores = [&](const at::Tensor& q) {
+    return at::matmul(heads(q).permute({1, 0, 2}), rel).permute({1, 0, 2}).contiguous();
+  };
+
+  // Global queries: one softmax over g2g and g2l keys.
+  const at::Tensor keys = at::cat({kg, kl});
+  const at::Tensor values = at::cat({vg, vl});
+  at::Tensor g_scores = at::matmul(heads(qg).permute({1, 0, 2}), heads(keys).permute({1, 2, 0}));
+  g_scores += kernels::RelativeLabelGather(label_scores(qg), t.global_labels).permute({1, 0, 2});
+  g_scores.mul_(scale).masked_fill_(t.global_valid.logical_not(), -1e30);
+  const at::Tensor g_context =
+      at::matmul(at::softmax(g_scores, -1), heads(values).permute({1, 0, 2}))
+          .permute({1, 0, 2})
+          .reshape({t.n_g, d});
+
+  // Long queries, in blocks of r+1: one softmax over l2g keys and the three neighbouring blocks.
+  const int64_t b = t.block, nb = t.num_blocks, n_pad = nb * b;
+  const at::Tensor ql_pad = at::constant_pad_nd(ql, {0, 0, 0, n_pad - t.n_l});
+  const at::Tensor qa = label_scores(ql_pad);
+  const at::Tensor q_blocks = heads(ql_pad).view({nb, b, h, dh}).permute({0, 2, 1, 3});
+  const at::Tensor k_blocks =
+      kernels::GatherRows(kl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 3, 1});
+  const at::Tensor v_blocks =
+      kernels::GatherRows(vl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 1, 3});
+  const at::Tensor local =
+      at::matmul(q_blocks, k_blocks) + kernels::RelativeLabelGather(qa, t.local_labels)
+                                           .view({nb, b, h, 3 * b})
+                                           .permute({0, 2, 1, 3});
+  const at::Tensor to_global =
+      at::matmul(heads(ql_pad).permute({1, 0, 2}), heads(kg).permute({1, 2, 0}))
+          .view({h, nb, b, t.n_g})
+          .permute({1, 0, 2, 3}) +
+      kernels::RelativeLabelGather(qa, t.l2g_labels).view({nb, b, h, t.n_g}).permute({0, 2, 1, 3});
+  at::Tensor l_scores =
+      at::cat({to_global, local.masked_fill(t.local_valid.logical_not(), -1e30)}, -1);
+  const at::Tensor p = at::softmax(l_scores.mul_(scale), -1);
+  const at::Tensor l_context = (at::matmul(p.narrow(-1, 0, t.n_g), heads(vg).permute({1, 0, 2})) +
+                                at::matmul(p.narrow(-1, t.n_g, 3 * b), v_blocks))
+                                   .permute({0, 2, 1, 3})
+                                   .reshape({n_pad, d})
+                                   .narrow(0, 0, t.n_l);
+  return {g_context, l_context};
+}
+
+EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Device& device) const {
+  const int64_t r = config_.etc.radius, k = config_.etc.relative_clip;
+  const int64_t part_of = EtcPartOfLabel(config_), not_part_of = EtcNotPartOfLabel(config_);
+  auto relative = [k](int64_t delta) { return std::clamp<int64_t>(delta, -k, k) + k; };
+  EtcOutput out;
+  out.global_begin.assign(inputs.size() + 1, 0);
+  out.long_begin.assign(inputs.size() + 1, 0);
+  std::vector<int64_t> global_ids, long_ids;
+  std::vector<RequestTables> tables(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EtcInput& in = inputs[i];
+    RequestTables& t = tables[i];
+    t.n_g = static_cast<int64_t>(in.global_ids.size());
+    t.n_l = static_cast<int64_t>(in.long_ids.size());
+    t.block = r + 1;
+    t.num_blocks = std::max<int64_t>(1, (t.n_l + t.block - 1) / t.block);
+    const int64_t b = t.block, nb = t.num_blocks, n_pad = nb * b;
+    out.global_begin[i + 1] = out.global_begin[i] + t.n_g;
+    out.long_begin[i + 1] = out.long_begin[i] + t.n_l;
+    global_ids.insert(global_ids.end(), in.global_ids.begin(), in.global_ids.end());
+    long_ids.insert(long_ids.end(), in.long_ids.begin(), in.long_ids.end());
+
+    std::vector<int64_t> block_index(nb * 3 * b), local_labels(b * 3 * b);
+    std::vector<int64_t> local_valid(nb * b * 3 * b);
+    for (int64_t blk = 0; blk < nb; ++blk) {
+      for (int64_t s = 0; s < 3 * b; ++s) {
+        const int64_t j = (blk - 1) * b + s;
+        block_index[blk * 3 * b + s] = (j >= 0 && j < t.n_l) ? j : -1;
+      }
+    }
+    for (int64_t q = 0; q < b; ++q) {
+      for (int64_t s = 0; s < 3 * b; ++s) {
+        const int64_t delta = s - b - q;  // key position minus query position
+        local_labels[q * 3 * b + s] = std::abs(delta) <= r ? relative(delta) : -1;
+        for (int64_t blk = 0; blk < nb; ++blk) {
+          local_valid[(blk * b + q) * 3 * b + s] =
+              std::abs(delta) <= r && block_index[blk * 3 * b + s] >= 0;
+        }
+      }
+    }
+    std::vector<int64_t> l2g(n_pad * t.n_g, not_part_of);
+    for (int64_t j = 0; j < t.n_l; ++j) {
+      for (int64_t g = 0; g < t.n_g; ++g) {
+        if (in.global_paragraph[g] >= 0 && in.global_paragraph[g] == in.long_paragraph[j]) {
+          l2g[j * t.n_g + g] = part_of;
+        }
+      }
+    }
+    const int64_t keys = t.n_g + t.n_l;
+    std::vector<int64_t> global_labels(t.n_g * keys), global_valid(t.n_g * keys, 1);
+    for (int64_t g = 0; g < t.n_g; ++g) {
+      for (int64_t g2 = 0; g2 < t.n_g; ++g2) global_labels[g * keys + g2] = relative(g2 - g);
+      for (int64_t j = 0; j < t.n_l; ++j) {
+        const bool own =
+            in.global_paragraph[g] >= 0 && in.global_paragraph[g] == in.long_paragraph[j];
+        global_labels[g * keys + t.n_g + j] = own ? part_of : not_part_of;
+        if (config_.etc.hard_g2l_mask && in.global_paragraph[g] >= 0 && !own) {
+          global_valid[g * keys + t.n_g + j] = 0;
+        }
+      }
+    }
+    t.block_index = Upload(block_index, device);
+    t.local_labels = Upload(local_labels, device).view({b, 3 * b});
+    t.local_valid = Upload(local_valid, device).view({nb, 1, b, 3 * b}).to(at::kBool);
+    t.l2g_labels = Upload(l2g, device).view({n_pad, t.n_g});
+    t.global_labels = Upload(global_labels, device).view({t.n_g, keys});
+    t.global_valid = Upload(global_valid, device).view({1, t.n_g, keys}).to(at::kBool);
+  }
+
+  const at::Tensor none;
+  at::Tensor xg = embeddings_.Forward(Upload(global_ids, device).unsqueeze(0), none).squeeze(0);
+  at::Tensor xl = embeddings_.Forward(Upload(long_ids, device).unsqueeze(0), none).squeeze(0);
+  for (const Layer& layer : layers_) {
+    const bool shared = config_.etc.shared_projections;
+    const at::Tensor qg = shared ? layer.base.Query(xg) : at::linear(xg, layer.gq_w, layer.gq_b);
+    const at::Tensor kg = shared ? layer.base.Key(xg) : at::linear(xg, layer.gk_w, layer.gk_b);
+    const at::Tensor vg = shared ? layer.base.Value(xg) : at::linear(xg, layer.gv_w, layer.gv_b);
+    const at::Tensor ql = layer.base.Query(xl), kl = layer.base.Key(xl), vl = layer.base.Value(xl);
+    std::vector<at::Tensor> g_context, l_context;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t gb = out.global_begin[i], lb = out.long_begin[i];
+      const RequestTables& t = tables[i];
+      auto [gc, lc] =
+          Attend(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g), vg.narrow(0, gb, t.n_g),
+                 ql.narrow(0, lb, t.n_l), kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t);
+      g_context.push_back(gc);
+      l_context.push_back(lc);
+    }
+    xg = layer.base.Finish(xg, at::cat(g_context));
+    xl = layer.base.Finish(xl, at::cat(l_context));
+  }
+  out.global_states = xg;
+  out.long_states = xl;
+  return out;
+}
+
+}  // namespace longqa

@@ -1,0 +1,184 @@
+// The ETC encoder against an independent fp64 formulation: full attention over [global; long]
+// with every pair's relative label and mask written out one pair at a time (no blocking, no
+// gathers). The model runs blocked l2l attention in fp32: tolerance 2e-4 absolute.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model/engine.h"
+#include "model/etc_encoder.h"
+#include "tests/unit/reference_layers.h"
+#include "tests/unit/test_model.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::SpreadWeights;
+
+constexpr double kTolerance = 2e-4;
+
+ModelConfig EtcConfig(int64_t layers, int64_t radius, int64_t clip, bool shared, bool hard_mask) {
+  ModelConfig c;
+  c.architecture = Architecture::kEtc;
+  c.vocab_size = 120;
+  c.hidden_size = 16;
+  c.num_heads = 2;
+  c.intermediate_size = 24;
+  c.layers = std::string(layers, 'E');
+  c.etc.radius = radius;
+  c.etc.relative_clip = clip;
+  c.etc.shared_projections = shared;
+  c.etc.hard_g2l_mask = hard_mask;
+  return c;
+}
+
+EtcInput RandomEtcInput(const ModelConfig& c, int64_t question, std::vector<int64_t> paragraphs,
+                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> q, ids;
+  std::vector<int64_t> para;
+  for (int64_t i = 0; i < question; ++i) q.push_back(5 + rng() % 100);
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    ids.push_back(c.special.paragraph);
+    para.push_back(static_cast<int64_t>(p));
+    for (int64_t t = 0; t < paragraphs[p]; ++t) {
+      ids.push_back(5 + rng() % 100);
+      para.push_back(static_cast<int64_t>(p));
+    }
+  }
+  return MakeEtcInput(c, q, ids, para, static_cast<int64_t>(paragraphs.size()));
+}
+
+// Returns {global states, long states} of one request.
+std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& c,
+                                         const EtcInput& in) {
+  const int64_t ng = in.global_ids.size(), nl = in.long_ids.size(), n = ng + nl;
+  const int64_t k = c.etc.relative_clip, dh = c.head_dim();
+  std::vector<int64_t> ids(in.global_ids.begin(), in.global_ids.end());
+  ids.insert(ids.end(), in.long_ids.begin(), in.long_ids.end());
+  at::Tensor x = RefLayerNorm(
+      W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(ids)) +
+          W(w, "embeddings.token_type_embeddings.weight")[0],
+      W(w, "embeddings.LayerNorm.weight"), W(w, "embeddings.LayerNorm.bias"), c.layer_norm_eps);
+  auto is_global = [ng](int64_t i) { return i < ng; };
+  auto paragraph = [&](int64_t i) {
+    return is_global(i) ? in.global_paragraph[i] : in.long_paragraph[i - ng];
+  };
+  for (int64_t layer = 0; layer < c.num_layers(); ++layer) {
+    const std::string s = "encoder.layer." + std::to_string(layer) + ".attention.self.";
+    auto project = [&](const char* name, const char* global_name) {
+      const at::Tensor local = RefLinear(w, s + name, x);
+      if (c.etc.shared_projections) return local;
+      const at::Tensor global = RefLinear(w, s + global_name, x);
+      return at::cat({global.narrow(0, 0, ng), local.narrow(0, ng, nl)});
+    };
+    const at::Tensor q = project("query", "global_query"), key = project("key", "global_key"),
+                     v = project("value", "global_value");
+    const at::Tensor rel = W(w, s + "relative_key");
+    at::Tensor context = at::zeros({n, c.hidden_size}, at::kDouble);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t h = 0; h < c.num_heads; ++h) {
+        std::vector<double> scores(n, -INFINITY);
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t label;
+          if (is_global(i) == is_global(j)) {
+            if (!is_global(i) && std::abs(j - i) > c.etc.radius) continue;  // l2l radius
+            label = std::clamp<int64_t>(j - i, -k, k) + k;
+          } else {
+            const int64_t g = is_global(i) ? i : j, l = is_global(i) ? j : i;
+            const bool own = paragraph(g) >= 0 && paragraph(g) == paragraph(l);
+            if (c.etc.hard_g2l_mask && is_global(i) && paragraph(g) >= 0 && !own) continue;
+            label = own ? EtcPartOfLabel(c) : EtcNotPartOfLabel(c);
+          }
+          const at::Tensor qi = q[i].narrow(0, h * dh, dh);
+          const at::Tensor kj = key[j].narrow(0, h * dh, dh) + rel[label].narrow(0, h * dh, dh);
+          scores[j] = (qi * kj).sum().item<double>() / std::sqrt(double(dh));
+        }
+        const double top = *std::max_element(scores.begin(), scores.end());
+        double total = 0;
+        for (double& e : scores) total += (e = std::exp(e - top));
+        for (int64_t j = 0; j < n; ++j) {
+          context[i].narrow(0, h * dh, dh).add_(v[j].narrow(0, h * dh, dh) * (scores[j] / total));
+        }
+      }
+    }
+    x = RefFinish(w, c, layer, x, context);
+  }
+  return {x.narrow(0, 0, ng), x.narrow(0, ng, nl)};
+}
+
+void ExpectEtcMatchesReference(const ModelConfig& c, const std::vector<EtcInput>& inputs,
+                               uint64_t seed) {
+  ASSERT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
+  TensorMap w = SpreadWeights(c, seed);
+  for (auto& [name, t] : w) {
+    if (name.find("relative_key") != std::string::npos) t = at::randn(t.sizes()) * 0.5;
+  }
+  const EtcEncoder encoder(c, w);
+  at::InferenceMode guard;
+  const EtcOutput out = encoder.Forward(inputs, at::kCPU);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const auto [ref_global, ref_long] = RefEtc(w, c, inputs[i]);
+    const at::Tensor got_global = out.global_states.narrow(
+        0, out.global_begin[i], out.global_begin[i + 1] - out.global_begin[i]);
+    const at::Tensor got_long =
+        out.long_states.narrow(0, out.long_begin[i], out.long_begin[i + 1] - out.long_begin[i]);
+    EXPECT_LE((got_global.to(at::kDouble) - ref_global).abs().max().item<double>(), kTolerance);
+    EXPECT_LE((got_long.to(at::kDouble) - ref_long).abs().max().item<double>(), kTolerance);
+  }
+}
+
+TEST(EtcTest, RadiusCoveringTheInputIsFullAttentionWithRelativeLabels) {
+  const ModelConfig c = EtcConfig(2, 64, 3, true, false);
+  ExpectEtcMatchesReference(c, {RandomEtcInput(c, 4, {6, 9, 3}, 1)}, 21);
+}
+
+TEST(EtcTest, BlockedLocalAttentionMatchesThePairwiseRadius) {
+  // r = 2: blocks of 3; 23 long tokens (not a multiple of 3); one-token paragraphs.
+  const ModelConfig c = EtcConfig(2, 2, 2, true, false);
+  ExpectEtcMatchesReference(c, {RandomEtcInput(c, 3, {5, 0, 0, 12, 2}, 2)}, 22);
+}
+
+TEST(EtcTest, HardGlobalToLongMaskAndSeparateProjections) {
+  const ModelConfig c = EtcConfig(2, 3, 4, false, true);
+  ExpectEtcMatchesReference(c, {RandomEtcInput(c, 5, {7, 11, 4, 8}, 3)}, 23);
+}
+
+TEST(EtcTest, SingleParagraphAndMixedBatch) {
+  const ModelConfig c = EtcConfig(3, 4, 3, true, true);
+  ExpectEtcMatchesReference(c,
+                            {RandomEtcInput(c, 2, {30}, 4), RandomEtcInput(c, 7, {1, 3}, 5),
+                             RandomEtcInput(c, 1, {10, 10, 10, 10, 10}, 6)},
+                            24);
+}
+
+TEST(EtcTest, EngineAnswersWithAnEtcModelAndBatchesInvariantly) {
+  const ModelConfig c = EtcConfig(2, 4, 3, false, false);
+  auto engine =
+      Engine::Create(c, SpreadWeights(c, 9), testing_support::TestTokenizer(), {2, "cpu"});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  std::vector<PreparedRequest> prepared;
+  for (int i = 0; i < 3; ++i) {
+    QaRequest r;
+    r.question = i == 1 ? "where was Ada born" : "which city";
+    r.text = std::string("Ada was born in Paris.\n\nthe river of the city") +
+             (i == 2 ? "\n\nthe mountain of France is long" : "");
+    auto p = (*engine)->Prepare(r);
+    ASSERT_TRUE(p.ok());
+    prepared.push_back(std::move(*p));
+  }
+  const auto together = (*engine)->Run({&prepared[0], &prepared[1], &prepared[2]});
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    const auto alone = (*engine)->Run({&prepared[i]});
+    ASSERT_TRUE(alone[0].ok() && together[i].ok());
+    EXPECT_EQ(alone[0]->type, together[i]->type);
+    EXPECT_NEAR(alone[0]->no_answer_score, together[i]->no_answer_score, 1e-4);
+    EXPECT_NEAR(alone[0]->long_answer.score, together[i]->long_answer.score, 1e-4);
+    EXPECT_EQ(alone[0]->windows, 1);
+  }
+}
+
+}  // namespace
+}  // namespace longqa

@@ -1,0 +1,67 @@
+// fp64 reference pieces of a post-LN transformer layer, written plainly (per-head loops, explicit
+// softmax, LayerNorm and exact GELU) for the encoder tests to compare against.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace longqa {
+
+inline at::Tensor RefFinish(const TensorMap& w, const ModelConfig& c, int64_t layer,
+                            const at::Tensor& x, const at::Tensor& context);
+
+inline at::Tensor W(const TensorMap& w, const std::string& name) {
+  return w.at(name).to(at::kDouble);
+}
+
+inline at::Tensor RefLayerNorm(const at::Tensor& x, const at::Tensor& g, const at::Tensor& b,
+                               double eps) {
+  const at::Tensor mean = x.mean(-1, true);
+  const at::Tensor var = (x - mean).pow(2).mean(-1, true);
+  return (x - mean) / (var + eps).sqrt() * g + b;
+}
+
+inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const at::Tensor& x) {
+  return at::matmul(x, W(w, name + ".weight").t()) + W(w, name + ".bias");
+}
+
+// One post-LN layer on one unpadded sequence x [T, d].
+inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer,
+                           const at::Tensor& x) {
+  const std::string s = "encoder.layer." + std::to_string(layer);
+  const at::Tensor q = RefLinear(w, s + ".attention.self.query", x);
+  const at::Tensor k = RefLinear(w, s + ".attention.self.key", x);
+  const at::Tensor v = RefLinear(w, s + ".attention.self.value", x);
+  const int64_t dh = c.head_dim();
+  std::vector<at::Tensor> per_head;
+  for (int64_t h = 0; h < c.num_heads; ++h) {
+    const at::Tensor scores =
+        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh));
+    const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
+    per_head.push_back(at::matmul(e / e.sum(1, true), v.narrow(1, h * dh, dh)));
+  }
+  return RefFinish(w, c, layer, x, at::cat(per_head, 1));
+}
+
+// Output projection, add & norm, GELU FFN, add & norm of one layer, given the attention context.
+inline at::Tensor RefFinish(const TensorMap& w, const ModelConfig& c, int64_t layer,
+                            const at::Tensor& x, const at::Tensor& context) {
+  const std::string s = "encoder.layer." + std::to_string(layer);
+  const at::Tensor attn = RefLinear(w, s + ".attention.output.dense", context);
+  const at::Tensor h1 =
+      RefLayerNorm(x + attn, W(w, s + ".attention.output.LayerNorm.weight"),
+                   W(w, s + ".attention.output.LayerNorm.bias"), c.layer_norm_eps);
+  const at::Tensor inner = RefLinear(w, s + ".intermediate.dense", h1);
+  const at::Tensor gelu = 0.5 * inner * (1.0 + (inner / std::sqrt(2.0)).erf());
+  return RefLayerNorm(h1 + RefLinear(w, s + ".output.dense", gelu),
+                      W(w, s + ".output.LayerNorm.weight"), W(w, s + ".output.LayerNorm.bias"),
+                      c.layer_norm_eps);
+}
+
+}  // namespace longqa
