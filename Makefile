@@ -16,8 +16,16 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
+# Serves models/demo; until a trained demo model ships, a random-weight model stands in (it
+# answers nonsense, but every path of the server works).
 serve: build
-	$(BUILD)/server/longqa-server --model_dir=$(MODEL_DIR)
+	@if [ ! -f $(MODEL_DIR)/config.json ]; then \
+	  echo "make serve: $(MODEL_DIR) not found; serving a RANDOM-WEIGHT stand-in model from $(BUILD)/random-model"; \
+	  [ -f $(BUILD)/random-model/config.json ] || $(BUILD)/tools/longqa-random-model --out=$(BUILD)/random-model; \
+	  $(BUILD)/server/longqa-server --model_dir=$(BUILD)/random-model; \
+	else \
+	  $(BUILD)/server/longqa-server --model_dir=$(MODEL_DIR); \
+	fi
 
 format:
 	git ls-files '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -157,10 +158,12 @@ std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedReque
   return out;
 }
 
-std::vector<absl::StatusOr<QaAnswer>> Engine::Run(
-    const std::vector<const PreparedRequest*>& batch) const {
+std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const PreparedRequest*>& batch,
+                                                  BatchTiming* timing) const {
   std::vector<absl::StatusOr<QaAnswer>> answers;
   if (batch.empty()) return answers;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   std::vector<RequestLogits> logits;
   try {
     at::InferenceMode guard;
@@ -170,6 +173,7 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(
     answers.assign(batch.size(), failed);
     return answers;
   }
+  const auto inferred = Clock::now();
   for (size_t i = 0; i < batch.size(); ++i) {
     const PreparedRequest& r = *batch[i];
     QaAnswer answer = DecodeAnswer(logits[i], r.document, r.request.text, r.request.options);
@@ -179,6 +183,10 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(
     answer.windows =
         etc_ ? 1 : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
     answers.push_back(std::move(answer));
+  }
+  if (timing != nullptr) {
+    timing->inference_seconds = std::chrono::duration<double>(inferred - start).count();
+    timing->decode_seconds = std::chrono::duration<double>(Clock::now() - inferred).count();
   }
   return answers;
 }

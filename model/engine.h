@@ -51,9 +51,16 @@ class Engine {
   // without any paragraph. Questions longer than max_question_tokens are truncated (reported).
   absl::StatusOr<PreparedRequest> Prepare(QaRequest request) const;
 
+  // Where a batch's time went, in seconds.
+  struct BatchTiming {
+    double inference_seconds = 0;  // encoder + heads
+    double decode_seconds = 0;     // answer search and byte spans, all requests
+  };
+
   // Answers prepared requests as one batch. A failure inside the model fails every request of the
   // batch with INTERNAL; it never throws.
-  std::vector<absl::StatusOr<QaAnswer>> Run(const std::vector<const PreparedRequest*>& batch) const;
+  std::vector<absl::StatusOr<QaAnswer>> Run(const std::vector<const PreparedRequest*>& batch,
+                                            BatchTiming* timing = nullptr) const;
 
   // Prepare + Run for one request.
   absl::StatusOr<QaAnswer> Answer(QaRequest request) const;

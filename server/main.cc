@@ -1,32 +1,54 @@
-// longqa-server: the gRPC question-answering server.
+// longqa-server: the gRPC question-answering server. SIGTERM/SIGINT drain it gracefully.
+#include <pthread.h>
+#include <signal.h>
+
 #include <iostream>
 #include <string>
 
-#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "server/options.h"
+#include "server/server.h"
 #include "server/version.h"
-
-ABSL_FLAG(std::string, model_dir, "models/demo",
-          "Model folder: config.json, model.safetensors, spm.model");
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address, host:port");
-ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
-          "Prometheus /metrics listen address, host:port");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "longqa-server: answers questions about long documents over gRPC.\n"
-      "Usage: longqa-server --model_dir=DIR [--listen=HOST:PORT] [--metrics_listen=HOST:PORT]");
+      "Usage: longqa-server --model_dir=DIR [--listen=HOST:PORT] [--metrics_listen=HOST:PORT] "
+      "[flags]");
   absl::FlagsUsageConfig usage_config;
   usage_config.version_string = [] {
     return std::string("longqa-server ") + longqa::kVersion + "\n";
   };
   absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
+  auto options = longqa::ServerOptionsFromFlags();
+  if (!options.ok()) {
+    std::cerr << "longqa-server: " << options.status().message() << "\n";
+    return 2;
+  }
+  // Signals go to sigwait below, never to a random thread: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::cerr << "longqa-server " << longqa::kVersion
-            << ": serving is not built yet (the server issue adds the service, batcher and "
-               "metrics); only --version and --help work.\n";
-  return 2;
+  auto server = longqa::LongqaServer::Start(*options);
+  if (!server.ok()) {
+    std::cerr << "longqa-server: " << server.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "longqa-server " << longqa::kVersion << ": serving " << options->model_dir
+            << " on port " << (*server)->grpc_port() << ", metrics on port "
+            << (*server)->metrics_port() << std::endl;
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "longqa-server: signal " << signal_number << ", draining (up to "
+            << options->drain_timeout_s << " s)" << std::endl;
+  const bool drained = (*server)->Drain();
+  std::cerr << "longqa-server: " << (drained ? "drained, exiting" : "drain timed out, exiting")
+            << std::endl;
+  return 0;
 }

@@ -26,8 +26,9 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
   return std::make_pair(host, port);
 }
 
-MetricsEndpoint::MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry)
-    : registry_(std::move(registry)) {}
+MetricsEndpoint::MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry,
+                                 std::function<void()> before_scrape)
+    : registry_(std::move(registry)), before_scrape_(std::move(before_scrape)) {}
 
 MetricsEndpoint::~MetricsEndpoint() { Stop(); }
 
@@ -36,7 +37,9 @@ absl::Status MetricsEndpoint::Start(const std::string& address) {
   if (!host_port.ok()) return host_port.status();
   const auto& [host, port] = *host_port;
   http_ = std::make_unique<httplib::Server>();
-  http_->Get("/metrics", [registry = registry_](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/metrics", [registry = registry_, before = before_scrape_](const httplib::Request&,
+                                                                         httplib::Response& res) {
+    if (before) before();
     const prometheus::TextSerializer serializer;
     res.set_content(serializer.Serialize(registry->Collect()),
                     "text/plain; version=0.0.4; charset=utf-8");

@@ -5,6 +5,7 @@
 // use the default stack.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,7 +24,9 @@ namespace longqa {
 
 class MetricsEndpoint {
  public:
-  explicit MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry);
+  // `before_scrape`, when set, runs before each page is built (to refresh OS-read gauges).
+  explicit MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry,
+                           std::function<void()> before_scrape = nullptr);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -36,6 +39,7 @@ class MetricsEndpoint {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  std::function<void()> before_scrape_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

@@ -1,0 +1,157 @@
+#include "server/metrics.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+namespace longqa {
+namespace {
+
+using prometheus::Histogram;
+
+Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+Histogram::BucketBoundaries PowersOfTwo(double from, int count) {
+  Histogram::BucketBoundaries b;
+  for (int i = 0; i < count; ++i, from *= 2) b.push_back(from);
+  return b;
+}
+
+Histogram* MakeHistogram(prometheus::Registry& registry, const std::string& name,
+                         const std::string& help, const Histogram::BucketBoundaries& buckets) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  requests_ = &prometheus::BuildCounter()
+                   .Name("longqa_requests_total")
+                   .Help("Requests finished, by gRPC method and status code")
+                   .Register(r);
+  request_seconds_ = &prometheus::BuildHistogram()
+                          .Name("longqa_request_duration_seconds")
+                          .Help("Total server time per request, by method")
+                          .Register(r);
+  queue_seconds_ = MakeHistogram(r, "longqa_queue_duration_seconds",
+                                 "Time a request waited in the batching queue", LatencyBuckets());
+  tokenize_seconds_ = MakeHistogram(r, "longqa_tokenize_duration_seconds",
+                                    "Time to validate and tokenize a request", LatencyBuckets());
+  inference_seconds_ =
+      MakeHistogram(r, "longqa_inference_duration_seconds",
+                    "Encoder + heads time of the batch a request ran in", LatencyBuckets());
+  decode_seconds_ =
+      MakeHistogram(r, "longqa_decode_duration_seconds",
+                    "Answer decoding time of the batch a request ran in", LatencyBuckets());
+  batch_requests_ = MakeHistogram(r, "longqa_batch_size_requests", "Requests per inference batch",
+                                  {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128});
+  batch_tokens_ =
+      MakeHistogram(r, "longqa_batch_tokens", "Tokens per inference batch", PowersOfTwo(64, 14));
+  document_tokens_ = MakeHistogram(r, "longqa_document_tokens", "Document tokens per request",
+                                   PowersOfTwo(32, 14));
+  document_windows_ =
+      MakeHistogram(r, "longqa_document_windows", "Cluster-Former windows per request (1 for ETC)",
+                    PowersOfTwo(1, 12));
+  tokens_processed_ = &prometheus::BuildCounter()
+                           .Name("longqa_tokens_processed_total")
+                           .Help("Question and document tokens run through the model")
+                           .Register(r)
+                           .Add({});
+  answers_ = &prometheus::BuildCounter()
+                  .Name("longqa_answers_total")
+                  .Help("Answers by type (no_answer, yes, no, short, long_only)")
+                  .Register(r);
+  dropped_ = &prometheus::BuildCounter()
+                  .Name("longqa_dropped_requests_total")
+                  .Help("Requests dropped before compute, by reason (deadline, cancelled)")
+                  .Register(r);
+  queue_requests_ = &prometheus::BuildGauge()
+                         .Name("longqa_queue_requests")
+                         .Help("Requests waiting in the batching queue")
+                         .Register(r)
+                         .Add({});
+  queue_tokens_ = &prometheus::BuildGauge()
+                       .Name("longqa_queue_tokens")
+                       .Help("Tokens waiting in the batching queue")
+                       .Register(r)
+                       .Add({});
+  in_flight_ = &prometheus::BuildGauge()
+                    .Name("longqa_inflight_requests")
+                    .Help("Requests accepted and not yet answered")
+                    .Register(r)
+                    .Add({});
+  model_info_ = &prometheus::BuildGauge()
+                     .Name("longqa_model_info")
+                     .Help("The served model (always 1), with its labels")
+                     .Register(r);
+  resident_memory_ = &prometheus::BuildGauge()
+                          .Name("longqa_process_resident_memory_bytes")
+                          .Help("Resident memory of the server process")
+                          .Register(r)
+                          .Add({});
+}
+
+void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,
+                                  double seconds) {
+  requests_->Add({{"method", method}, {"code", code}}).Increment();
+  request_seconds_->Add({{"method", method}}, LatencyBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::RecordPhases(double queue_s, double tokenize_s, double inference_s,
+                                 double decode_s) {
+  queue_seconds_->Observe(queue_s);
+  tokenize_seconds_->Observe(tokenize_s);
+  inference_seconds_->Observe(inference_s);
+  decode_seconds_->Observe(decode_s);
+}
+
+void ServerMetrics::RecordDocument(int64_t tokens, int64_t windows) {
+  document_tokens_->Observe(static_cast<double>(tokens));
+  document_windows_->Observe(static_cast<double>(windows));
+}
+
+void ServerMetrics::RecordAnswerType(const std::string& type) {
+  answers_->Add({{"type", type}}).Increment();
+}
+
+void ServerMetrics::RecordBatch(int64_t requests, int64_t tokens) {
+  batch_requests_->Observe(static_cast<double>(requests));
+  batch_tokens_->Observe(static_cast<double>(tokens));
+  tokens_processed_->Increment(static_cast<double>(tokens));
+}
+
+void ServerMetrics::RecordDropped(const std::string& reason) {
+  dropped_->Add({{"reason", reason}}).Increment();
+}
+
+void ServerMetrics::SetQueue(int64_t requests, int64_t tokens) {
+  queue_requests_->Set(static_cast<double>(requests));
+  queue_tokens_->Set(static_cast<double>(tokens));
+}
+
+void ServerMetrics::AddInFlight(int64_t delta) {
+  in_flight_->Increment(static_cast<double>(delta));
+}
+
+void ServerMetrics::SetModelInfo(const std::string& name, const std::string& architecture,
+                                 const std::string& device, const std::string& version) {
+  model_info_
+      ->Add({{"model", name},
+             {"architecture", architecture},
+             {"device", device},
+             {"version", version}})
+      .Set(1);
+}
+
+void ServerMetrics::RefreshProcessGauges() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  if (statm >> pages_total >> pages_resident) {
+    resident_memory_->Set(static_cast<double>(pages_resident) * sysconf(_SC_PAGESIZE));
+  }
+}
+
+}  // namespace longqa

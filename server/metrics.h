@@ -1,0 +1,61 @@
+// Every Prometheus metric of longqa-server, built once here with its help text. Names follow
+// Prometheus conventions (base units, _total for counters, _seconds for durations); every latency
+// phase is a histogram.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+namespace longqa {
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // One finished RPC (or stream message) of `method` with its gRPC status code name.
+  void RecordRequest(const std::string& method, const std::string& code, double seconds);
+  // The phases of one answered request.
+  void RecordPhases(double queue_s, double tokenize_s, double inference_s, double decode_s);
+  void RecordDocument(int64_t tokens, int64_t windows);
+  void RecordAnswerType(const std::string& type);
+  void RecordBatch(int64_t requests, int64_t tokens);
+  // A request dropped before compute: reason is "deadline" or "cancelled".
+  void RecordDropped(const std::string& reason);
+  void SetQueue(int64_t requests, int64_t tokens);
+  void AddInFlight(int64_t delta);
+  void SetModelInfo(const std::string& name, const std::string& architecture,
+                    const std::string& device, const std::string& version);
+  // Refreshes gauges read from the OS (resident memory); called before each scrape.
+  void RefreshProcessGauges();
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* request_seconds_;
+  prometheus::Histogram* queue_seconds_;
+  prometheus::Histogram* tokenize_seconds_;
+  prometheus::Histogram* inference_seconds_;
+  prometheus::Histogram* decode_seconds_;
+  prometheus::Histogram* batch_requests_;
+  prometheus::Histogram* batch_tokens_;
+  prometheus::Histogram* document_tokens_;
+  prometheus::Histogram* document_windows_;
+  prometheus::Counter* tokens_processed_;
+  prometheus::Family<prometheus::Counter>* answers_;
+  prometheus::Family<prometheus::Counter>* dropped_;
+  prometheus::Gauge* queue_requests_;
+  prometheus::Gauge* queue_tokens_;
+  prometheus::Gauge* in_flight_;
+  prometheus::Family<prometheus::Gauge>* model_info_;
+  prometheus::Gauge* resident_memory_;
+};
+
+}  // namespace longqa

@@ -1,0 +1,38 @@
+// ServerOptions: every knob of longqa-server, read once from the Abseil flags (defined in
+// options.cc, documented by `longqa-server --help`) and validated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace longqa {
+
+struct ServerOptions {
+  std::string model_dir = "models/demo";
+  std::string listen = "0.0.0.0:50051";
+  std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  std::string device = "cpu";
+  int threads = 0;  // intra-op threads; 0 = all CPUs
+  // Batching: a batch closes at max_batch_tokens or max_batch_delay_ms after its oldest request.
+  int64_t max_batch_tokens = 16384;
+  int64_t max_batch_delay_ms = 5;
+  int64_t max_queue_tokens = 1 << 20;  // queued tokens beyond this: RESOURCE_EXHAUSTED at once
+  int workers = 1;                     // inference threads taking batches
+  // Limits.
+  int64_t max_document_bytes = 8 << 20;
+  int64_t max_document_tokens = 131072;
+  bool reject_long_questions = false;  // else truncate to the model's max_question_tokens
+  // Security.
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;  // mTLS when the CA is set
+  std::string auth_token_file;  // when set: "authorization: Bearer <token>" required
+  int64_t drain_timeout_s = 30;
+  std::string log_level = "info";  // error, warning, info
+};
+
+// Reads the flags (after absl::ParseCommandLine) and validates them.
+absl::StatusOr<ServerOptions> ServerOptionsFromFlags();
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+}  // namespace longqa

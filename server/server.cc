@@ -1,0 +1,116 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "model/status_macros.h"
+#include "server/version.h"
+
+namespace longqa {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " file ", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  LONGQA_ASSIGN_OR_RETURN(std::string cert, ReadFile(o.tls_cert_file, "--tls_cert"));
+  LONGQA_ASSIGN_OR_RETURN(std::string key, ReadFile(o.tls_key_file, "--tls_key"));
+  grpc::SslServerCredentialsOptions ssl(
+      o.tls_client_ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                   : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!o.tls_client_ca_file.empty()) {
+    LONGQA_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(o.tls_client_ca_file, "--tls_client_ca"));
+  }
+  ssl.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
+// A small request through the whole engine: the model must answer before health says SERVING.
+absl::Status WarmUp(const Engine& engine) {
+  QaRequest r;
+  r.question = "warm up question";
+  r.text = "A first paragraph for the warm-up.\n\nA second paragraph.";
+  return engine.Answer(r).status();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOptions& options) {
+  LONGQA_RETURN_IF_ERROR(ValidateServerOptions(options));
+  std::unique_ptr<LongqaServer> s(new LongqaServer());
+  s->options_ = options;
+  LONGQA_ASSIGN_OR_RETURN(
+      s->engine_, Engine::LoadFromDir(options.model_dir, {options.threads, options.device}));
+  LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
+  std::string token;
+  if (!options.auth_token_file.empty()) {
+    LONGQA_ASSIGN_OR_RETURN(token, ReadFile(options.auth_token_file, "--auth_token_file"));
+    token = std::string(absl::StripAsciiWhitespace(token));
+    if (token.empty()) return absl::InvalidArgumentError("--auth_token_file holds no token");
+  }
+  LONGQA_ASSIGN_OR_RETURN(auto credentials, MakeCredentials(options));
+
+  s->metrics_ = std::make_unique<ServerMetrics>();
+  const ModelConfig& c = s->engine_->config();
+  std::string name = options.model_dir;
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  s->metrics_->SetModelInfo(name.substr(name.find_last_of('/') + 1),
+                            c.architecture == Architecture::kEtc ? "etc" : "cluster_former",
+                            s->engine_->device().str(), kVersion);
+  BatcherOptions batcher_options;
+  batcher_options.max_batch_tokens = options.max_batch_tokens;
+  batcher_options.max_batch_delay_ms = options.max_batch_delay_ms;
+  batcher_options.max_queue_tokens = options.max_queue_tokens;
+  batcher_options.workers = options.workers;
+  s->batcher_ = std::make_unique<Batcher>(*s->engine_, batcher_options, s->metrics_.get());
+  s->service_ = std::make_unique<QaService>(*s->engine_, s->batcher_.get(), s->metrics_.get(),
+                                            options, token);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &s->grpc_port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(options.max_document_bytes + (1 << 20), std::numeric_limits<int>::max())));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->grpc_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  if (!options.metrics_listen.empty()) {
+    ServerMetrics* metrics = s->metrics_.get();
+    s->metrics_endpoint_ = std::make_unique<MetricsEndpoint>(
+        metrics->registry(), [metrics] { metrics->RefreshProcessGauges(); });
+    LONGQA_RETURN_IF_ERROR(s->metrics_endpoint_->Start(options.metrics_listen));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  return s;
+}
+
+bool LongqaServer::Drain() {
+  if (drained_) return true;
+  drained_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  const bool finished = batcher_->Drain(std::chrono::seconds(options_.drain_timeout_s));
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Wait();
+  if (metrics_endpoint_) metrics_endpoint_->Stop();
+  return finished;
+}
+
+LongqaServer::~LongqaServer() {
+  if (server_ && !drained_) Drain();
+}
+
+}  // namespace longqa

@@ -1,0 +1,47 @@
+// LongqaServer: the whole serving process minus signal handling. Start() loads the model, runs a
+// warm-up request, starts the batcher, the gRPC server (service, health, reflection, TLS/mTLS) and
+// the metrics endpoint; health says SERVING only after all of that. Drain() is the graceful stop.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "model/engine.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+#include "server/metrics_endpoint.h"
+#include "server/options.h"
+#include "server/service.h"
+
+namespace longqa {
+
+class LongqaServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<LongqaServer>> Start(const ServerOptions& options);
+  ~LongqaServer();
+
+  int grpc_port() const { return grpc_port_; }
+  int metrics_port() const { return metrics_ ? metrics_endpoint_->port() : 0; }
+
+  // Health NOT_SERVING, new requests UNAVAILABLE, queued and in-flight requests finish (up to the
+  // drain timeout), then the gRPC server and the metrics endpoint stop. Returns false when the
+  // timeout cut work short.
+  bool Drain();
+
+ private:
+  LongqaServer() = default;
+
+  ServerOptions options_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
+  std::unique_ptr<Batcher> batcher_;
+  std::unique_ptr<QaService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int grpc_port_ = 0;
+  bool drained_ = false;
+};
+
+}  // namespace longqa

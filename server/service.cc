@@ -1,0 +1,285 @@
+#include "server/service.h"
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+
+#include "server/convert.h"
+#include "server/version.h"
+
+namespace longqa {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+}  // namespace
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "CODE_" + std::to_string(static_cast<int>(code));
+  }
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+QaService::QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metrics,
+                     const ServerOptions& options, std::string auth_token)
+    : engine_(engine),
+      batcher_(batcher),
+      metrics_(metrics),
+      options_(options),
+      auth_token_(std::move(auth_token)) {}
+
+grpc::Status QaService::CheckAuth(const grpc::CallbackServerContext* context) const {
+  if (auth_token_.empty()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string expected = "Bearer " + auth_token_;
+  if (it != metadata.end()) {
+    const std::string got(it->second.data(), it->second.size());
+    // Constant-time compare: the token never leaks through timing.
+    unsigned diff = got.size() ^ expected.size();
+    for (size_t i = 0; i < got.size() && i < expected.size(); ++i) diff |= got[i] ^ expected[i];
+    if (diff == 0) return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong bearer token (metadata 'authorization: Bearer <token>')");
+}
+
+void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRequest& request,
+                        const std::string& method, Done done) {
+  const auto start = SteadyClock::now();
+  auto fail = [&](const grpc::Status& status) {
+    metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start));
+    done(status, v1::AnswerResponse());
+  };
+  if (grpc::Status auth = CheckAuth(context); !auth.ok()) return fail(auth);
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return fail(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed on arrival"));
+  }
+  auto qa_request = ToQaRequest(request, options_.max_document_bytes);
+  if (!qa_request.ok()) return fail(ToGrpcStatus(qa_request.status()));
+  auto prepared = engine_.Prepare(std::move(*qa_request));
+  if (!prepared.ok()) return fail(ToGrpcStatus(prepared.status()));
+  const double tokenize_seconds = SecondsSince(start);
+  const int64_t doc_tokens = static_cast<int64_t>(prepared->document.ids.size());
+  if (doc_tokens > options_.max_document_tokens) {
+    return fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             "document has " + std::to_string(doc_tokens) +
+                                 " tokens; this server accepts at most " +
+                                 std::to_string(options_.max_document_tokens)));
+  }
+  if (prepared->question_truncated && options_.reject_long_questions) {
+    return fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "question is longer than " +
+                                 std::to_string(engine_.config().max_question_tokens) +
+                                 " tokens (the server rejects long questions)"));
+  }
+
+  auto item = std::make_unique<WorkItem>();
+  item->tokens = doc_tokens + static_cast<int64_t>(prepared->question_ids.size());
+  item->prepared = std::move(*prepared);
+  item->deadline = context->deadline();
+  item->is_cancelled = [context] { return context->IsCancelled(); };
+  const std::string request_id = request.request_id();
+  const bool include_timing = request.options().include_timing();
+  item->done = [this, start, tokenize_seconds, request_id, include_timing, method, done,
+                raw = item.get()](absl::StatusOr<QaAnswer> answer, const WorkTiming& timing) {
+    metrics_->AddInFlight(-1);
+    if (!answer.ok()) {
+      const grpc::Status status = ToGrpcStatus(answer.status());
+      metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start));
+      done(status, v1::AnswerResponse());
+      return;
+    }
+    v1::AnswerResponse response;
+    response.set_request_id(request_id);
+    const double total = SecondsSince(start);
+    FillResponse(*answer, raw->prepared, include_timing, tokenize_seconds, timing, total,
+                 &response);
+    metrics_->RecordPhases(timing.queue_seconds, tokenize_seconds, timing.inference_seconds,
+                           timing.decode_seconds);
+    metrics_->RecordDocument(answer->document_tokens, answer->windows);
+    metrics_->RecordAnswerType(AnswerTypeLabel(answer->type));
+    metrics_->RecordRequest(method, "OK", total);
+    done(grpc::Status::OK, std::move(response));
+  };
+  metrics_->AddInFlight(1);
+  if (absl::Status submitted = batcher_->Submit(std::move(item)); !submitted.ok()) {
+    metrics_->AddInFlight(-1);
+    return fail(ToGrpcStatus(submitted));
+  }
+}
+
+grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context,
+                                            const v1::AnswerRequest* request,
+                                            v1::AnswerResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Process(context, *request, "Answer",
+          [reactor, response](grpc::Status status, v1::AnswerResponse answer) {
+            if (status.ok()) *response = std::move(answer);
+            reactor->Finish(status);
+          });
+  return reactor;
+}
+
+namespace {
+
+// One AnswerStream call: reads requests one after another, answers each as soon as it is done,
+// writes responses one at a time in completion order, finishes when the client has stopped
+// sending and every request was answered.
+class AnswerStreamReactor final
+    : public grpc::ServerBidiReactor<v1::AnswerRequest, v1::AnswerResponse> {
+ public:
+  AnswerStreamReactor(QaService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    if (grpc::Status auth = service_->CheckAuth(context_); !auth.ok()) {
+      service_->metrics()->RecordRequest("AnswerStream", StatusCodeName(auth.error_code()), 0);
+      Finish(auth);
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock<std::mutex> lock(mu_);
+      reads_done_ = true;
+      FinishIfDone(lock);
+      return;
+    }
+    v1::AnswerRequest request = std::move(request_);
+    if (request.request_id().empty()) request.set_request_id(service_->NextRequestId());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++pending_;
+    }
+    const std::string id = request.request_id();
+    service_->Process(context_, request, "AnswerStream",
+                      [this, id](grpc::Status status, v1::AnswerResponse response) {
+                        if (!status.ok()) {
+                          response.set_request_id(id);
+                          response.mutable_error()->set_code(status.error_code());
+                          response.mutable_error()->set_message(status.error_message());
+                        }
+                        Enqueue(std::move(response));
+                      });
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writes_.pop_front();
+    if (!ok) writes_.clear();  // the client is gone: drop what is left
+    if (!writes_.empty()) {
+      const v1::AnswerResponse* next = &writes_.front();
+      lock.unlock();
+      StartWrite(next);
+      return;
+    }
+    writing_ = false;
+    FinishIfDone(lock);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // Reactor operations are started outside the lock; deque elements keep their address while
+  // others are appended, so front() stays valid for the write in flight.
+  void Enqueue(v1::AnswerResponse response) {
+    std::unique_lock<std::mutex> lock(mu_);
+    --pending_;
+    writes_.push_back(std::move(response));
+    if (writing_) return;
+    writing_ = true;
+    const v1::AnswerResponse* next = &writes_.front();
+    lock.unlock();
+    StartWrite(next);
+  }
+
+  void FinishIfDone(std::unique_lock<std::mutex>& lock) {
+    if (!reads_done_ || pending_ != 0 || writing_ || finished_) return;
+    finished_ = true;
+    lock.unlock();
+    Finish(grpc::Status::OK);
+  }
+
+  QaService* service_;
+  grpc::CallbackServerContext* context_;
+  v1::AnswerRequest request_;
+  std::mutex mu_;
+  std::deque<v1::AnswerResponse> writes_;  // front() is being written while writing_
+  int64_t pending_ = 0;
+  bool reads_done_ = false;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::AnswerRequest, v1::AnswerResponse>* QaService::AnswerStream(
+    grpc::CallbackServerContext* context) {
+  return new AnswerStreamReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* QaService::GetModelInfo(grpc::CallbackServerContext* context,
+                                                  const v1::GetModelInfoRequest*,
+                                                  v1::ModelInfo* info) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const auto start = SteadyClock::now();
+  grpc::Status status = CheckAuth(context);
+  if (status.ok()) {
+    const ModelConfig& c = engine_.config();
+    info->set_architecture(c.architecture == Architecture::kEtc ? "etc" : "cluster_former");
+    std::string name = options_.model_dir;
+    while (!name.empty() && name.back() == '/') name.pop_back();
+    info->set_name(name.substr(name.find_last_of('/') + 1));
+    info->set_device(engine_.device().str());
+    info->set_hidden_size(static_cast<uint32_t>(c.hidden_size));
+    info->set_num_layers(static_cast<uint32_t>(c.num_layers()));
+    info->set_layer_plan(c.layers);
+    info->set_vocab_size(static_cast<uint32_t>(c.vocab_size));
+    if (c.architecture == Architecture::kClusterFormer) {
+      info->set_window_tokens(static_cast<uint32_t>(c.window_tokens));
+      info->set_stride_tokens(static_cast<uint32_t>(c.stride_tokens));
+    }
+    info->set_max_document_bytes(static_cast<uint64_t>(options_.max_document_bytes));
+    info->set_max_document_tokens(static_cast<uint32_t>(options_.max_document_tokens));
+    info->set_max_question_tokens(static_cast<uint32_t>(c.max_question_tokens));
+    info->set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
+    info->set_server_version(kVersion);
+  }
+  metrics_->RecordRequest("GetModelInfo", StatusCodeName(status.error_code()), SecondsSince(start));
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace longqa

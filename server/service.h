@@ -1,0 +1,60 @@
+// The longqa.v1.QuestionAnswering service on gRPC's callback API: Answer (unary), AnswerStream
+// (bidirectional, pipelined: responses carry request_id and may come out of order) and
+// GetModelInfo. Validation, auth and tokenization happen on the RPC's thread; inference on the
+// batcher's workers. Every request is counted in the metrics, errors too.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "longqa/v1/qa.grpc.pb.h"
+#include "model/engine.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+#include "server/options.h"
+
+namespace longqa {
+
+class QaService final : public v1::QuestionAnswering::CallbackService {
+ public:
+  // auth_token: empty for no token auth.
+  QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metrics,
+            const ServerOptions& options, std::string auth_token);
+
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                   const v1::AnswerRequest* request,
+                                   v1::AnswerResponse* response) override;
+  grpc::ServerBidiReactor<v1::AnswerRequest, v1::AnswerResponse>* AnswerStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+
+  // Validates, tokenizes and queues one request. `done` is called exactly once: at once with an
+  // error status, or later from a batcher worker with the filled response.
+  using Done = std::function<void(grpc::Status, v1::AnswerResponse)>;
+  void Process(grpc::CallbackServerContext* context, const v1::AnswerRequest& request,
+               const std::string& method, Done done);
+
+  // UNAUTHENTICATED unless token auth is off or the call carries the bearer token.
+  grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
+  std::string NextRequestId() { return "srv-" + std::to_string(++request_counter_); }
+  ServerMetrics* metrics() const { return metrics_; }
+
+ private:
+  const Engine& engine_;
+  Batcher* batcher_;
+  ServerMetrics* metrics_;
+  const ServerOptions options_;
+  const std::string auth_token_;
+  std::atomic<uint64_t> request_counter_{0};
+};
+
+// "OK", "INVALID_ARGUMENT", ...: the metrics label of a status code.
+std::string StatusCodeName(grpc::StatusCode code);
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace longqa

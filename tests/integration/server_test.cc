@@ -1,0 +1,425 @@
+// longqa-server as a real process on 127.0.0.1, driven by real gRPC clients: answers equal the
+// in-process engine's, every error path gets its status code and the server keeps serving,
+// streaming, batching under concurrency, graceful drain on SIGTERM, token auth, TLS and mTLS.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "longqa/v1/qa.grpc.pb.h"
+#include "model/engine.h"
+#include "model/random_model.h"
+#include "tests/integration/server_process.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::ServerProcess;
+namespace fs = std::filesystem;
+
+fs::path TempDir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("longqa_server_test_" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+const std::string& ModelDir() {
+  static const std::string dir = [] {
+    RandomModelSpec spec;
+    spec.layers = "SSCS";
+    spec.hidden_size = 32;
+    spec.num_heads = 2;
+    spec.intermediate_size = 64;
+    spec.window_tokens = 32;
+    spec.stride_tokens = 24;
+    spec.clusters = 4;
+    spec.vocab_size = 300;
+    const std::string d = (TempDir() / "model").string();
+    const absl::Status s = WriteRandomModel(spec, d);
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    return d;
+  }();
+  return dir;
+}
+
+std::string Document(int paragraphs, int words) {
+  static const char* kWords[] = {"kalo", "mine", "ruso", "tize", "vopo", "anel", "isor", "quabri"};
+  std::string text;
+  for (int p = 0; p < paragraphs; ++p) {
+    if (p) text += "\n\n";
+    for (int w = 0; w < words; ++w) text += std::string(w ? " " : "") + kWords[(p * 7 + w * 3) % 8];
+  }
+  return text;
+}
+
+v1::AnswerRequest Request(const std::string& question, const std::string& text) {
+  v1::AnswerRequest r;
+  r.set_question(question);
+  r.mutable_document()->set_text(text);
+  r.mutable_options()->set_n_best(3);
+  return r;
+}
+
+std::unique_ptr<v1::QuestionAnswering::Stub> Stub(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials()) {
+  return v1::QuestionAnswering::NewStub(grpc::CreateChannel(address, creds));
+}
+
+grpc::Status Call(v1::QuestionAnswering::Stub& stub, const v1::AnswerRequest& request,
+                  v1::AnswerResponse* response, int timeout_ms = 30000,
+                  const std::string& token = "") {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  return stub.Answer(&context, request, response);
+}
+
+std::string Scrape(int port) {
+  httplib::Client http("127.0.0.1", port);
+  auto page = http.Get("/metrics");
+  return page ? page->body : "";
+}
+
+// The value of one sample line of a Prometheus page ("name{labels} value"), or -1.
+double Sample(const std::string& page, const std::string& series) {
+  const auto at = page.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(page.substr(at + series.size() + 2));
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ =
+        new ServerProcess({"--model_dir=" + ModelDir(), "--threads=2", "--max_batch_delay_ms=20",
+                           "--max_document_bytes=200000", "--max_document_tokens=20000"});
+    ASSERT_TRUE(server_->ok()) << server_->log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServerTest::server_ = nullptr;
+
+TEST_F(ServerTest, AnswersEqualTheInProcessEngine) {
+  auto engine = Engine::LoadFromDir(ModelDir(), {2, "cpu"});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto stub = Stub(server_->address());
+  for (int i = 0; i < 3; ++i) {
+    const std::string text = Document(2 + i * 3, 20 + i * 17);
+    v1::AnswerResponse response;
+    const grpc::Status status = Call(*stub, Request("kalo ruso", text), &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    QaRequest local;
+    local.question = "kalo ruso";
+    local.text = text;
+    local.options.n_best = 3;
+    const auto want = (*engine)->Answer(local);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(response.answer_type(), static_cast<int>(want->type));
+    EXPECT_NEAR(response.no_answer_score(), want->no_answer_score, 1e-4);
+    EXPECT_EQ(response.usage().document_tokens(), want->document_tokens);
+    if (want->has_long_answer) {
+      EXPECT_EQ(response.long_answer().byte_begin(), want->long_answer.byte_begin);
+      EXPECT_EQ(response.long_answer().byte_end(), want->long_answer.byte_end);
+      EXPECT_NEAR(response.long_answer().score(), want->long_answer.score, 1e-4);
+    }
+    ASSERT_EQ(response.short_answers_size(), static_cast<int>(want->short_answers.size()));
+    for (int k = 0; k < response.short_answers_size(); ++k) {
+      const auto& s = response.short_answers(k);
+      EXPECT_EQ(s.byte_begin(), want->short_answers[k].byte_begin);
+      EXPECT_EQ(s.text(), text.substr(s.byte_begin(), s.byte_end() - s.byte_begin()));
+    }
+  }
+}
+
+TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
+  auto stub = Stub(server_->address());
+  v1::AnswerResponse r;
+  EXPECT_EQ(Call(*stub, Request("", "text"), &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Call(*stub, Request("q", " \n\n "), &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::AnswerRequest no_document;
+  no_document.set_question("q");
+  EXPECT_EQ(Call(*stub, no_document, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const grpc::Status bad_utf8 = Call(*stub, Request("q", "caf\xC3 au lait"), &r);
+  EXPECT_EQ(bad_utf8.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad_utf8.error_message().find("UTF-8"), std::string::npos);
+  EXPECT_EQ(Call(*stub, Request("q\xFF", "text"), &r).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Call(*stub, Request("q", std::string(200001, 'a')), &r).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Call(*stub, Request("q", Document(200, 150)), &r).error_code(),  // > 20000 tokens
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  v1::AnswerRequest bad_options = Request("q", "text");
+  bad_options.mutable_options()->set_n_best(21);
+  EXPECT_EQ(Call(*stub, bad_options, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A deadline that runs out while the request waits behind a long one.
+  std::thread busy([&] {
+    v1::AnswerResponse big;
+    Call(*stub, Request("kalo", Document(60, 120)), &big);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Call(*stub, Request("q", Document(3, 10)), &r, 1).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  busy.join();
+  // Still serving.
+  const grpc::Status fine = Call(*stub, Request("kalo", Document(2, 10)), &r);
+  EXPECT_TRUE(fine.ok()) << fine.error_message();
+  const std::string page = Scrape(server_->metrics_port());
+  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"INVALID_ARGUMENT\",method=\"Answer\"}"), 6);
+  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Answer\"}"),
+            2);
+}
+
+TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
+  // A batch closes only after 1.5 s here: both requests are still queued when it does.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--max_batch_delay_ms=1500"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.address());
+  v1::AnswerResponse r;
+  grpc::ClientContext cancelled;
+  v1::AnswerResponse cr;
+  const v1::AnswerRequest cancelled_request = Request("q", Document(3, 10));
+  std::promise<grpc::Status> cancelled_status;
+  stub->async()->Answer(&cancelled, &cancelled_request, &cr,
+                        [&](grpc::Status s) { cancelled_status.set_value(s); });
+  EXPECT_EQ(Call(*stub, Request("q", Document(3, 10)), &r, 200).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  cancelled.TryCancel();
+  EXPECT_EQ(cancelled_status.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1800));  // the batch closes
+  const std::string page = Scrape(server.metrics_port());
+  EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
+  EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1);
+  EXPECT_EQ(Sample(page, "longqa_batch_size_requests_count"), 0);  // nothing was computed
+  EXPECT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &r, 10000).ok());  // still serving
+}
+
+TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
+  auto stub = Stub(server_->address());
+  grpc::ClientContext context;
+  auto stream = stub->AnswerStream(&context);
+  for (int i = 0; i < 8; ++i) {
+    v1::AnswerRequest r = Request("kalo", Document(1 + i % 3, 10 + i));
+    r.set_request_id("req-" + std::to_string(i));
+    if (i == 5) r.set_question("");  // a bad one: answered with an error, the stream goes on
+    ASSERT_TRUE(stream->Write(r));
+  }
+  stream->WritesDone();
+  std::set<std::string> ids;
+  v1::AnswerResponse response;
+  while (stream->Read(&response)) {
+    ids.insert(response.request_id());
+    if (response.request_id() == "req-5") {
+      EXPECT_EQ(response.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    } else {
+      EXPECT_EQ(response.error().code(), 0) << response.error().message();
+      EXPECT_GT(response.usage().document_tokens(), 0u);
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(ids.size(), 8u);
+}
+
+TEST_F(ServerTest, ConcurrentClientsShareBatches) {
+  const std::string page_before = Scrape(server_->metrics_port());
+  const double batches_before = Sample(page_before, "longqa_batch_size_requests_count");
+  const double singles_before = Sample(page_before, "longqa_batch_size_requests_bucket{le=\"1\"}");
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = Stub(server_->address());
+      for (int i = 0; i < 3; ++i) {
+        v1::AnswerResponse r;
+        if (Call(*stub, Request("kalo", Document(2, 20 + c)), &r).ok()) ++ok;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 48);
+  const std::string page = Scrape(server_->metrics_port());
+  const double batches = Sample(page, "longqa_batch_size_requests_count") - batches_before;
+  const double singles =
+      Sample(page, "longqa_batch_size_requests_bucket{le=\"1\"}") - singles_before;
+  EXPECT_LT(batches, 48);  // fewer batches than requests
+  EXPECT_LT(singles, batches) << "no batch held more than one request";
+}
+
+TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
+  auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext hc;
+  grpc::health::v1::HealthCheckResponse hr;
+  ASSERT_TRUE(health->Check(&hc, {}, &hr).ok());
+  EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  auto stub = v1::QuestionAnswering::NewStub(channel);
+  v1::AnswerResponse answered;  // one request, so that every labelled series exists
+  ASSERT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &answered).ok());
+  grpc::ClientContext ic;
+  v1::ModelInfo info;
+  ASSERT_TRUE(stub->GetModelInfo(&ic, {}, &info).ok());
+  EXPECT_EQ(info.architecture(), "cluster_former");
+  EXPECT_EQ(info.layer_plan(), "SSCS");
+  EXPECT_EQ(info.window_tokens(), 32u);
+  EXPECT_EQ(info.max_document_tokens(), 20000u);
+  const std::string page = Scrape(server_->metrics_port());
+  for (const char* name :
+       {"longqa_request_duration_seconds_bucket", "longqa_queue_duration_seconds_bucket",
+        "longqa_tokenize_duration_seconds_bucket", "longqa_inference_duration_seconds_bucket",
+        "longqa_decode_duration_seconds_bucket", "longqa_batch_tokens_bucket",
+        "longqa_document_tokens_bucket", "longqa_document_windows_bucket", "longqa_queue_requests",
+        "longqa_inflight_requests", "longqa_tokens_processed_total", "longqa_answers_total",
+        "longqa_model_info", "longqa_process_resident_memory_bytes"}) {
+    EXPECT_NE(page.find(name), std::string::npos) << name;
+  }
+  EXPECT_GT(Sample(page, "longqa_process_resident_memory_bytes"), 1e6);
+}
+
+TEST(ServerLimitsTest, FullQueueIsRefusedAtOnce) {
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=1", "--max_batch_tokens=400",
+                        "--max_queue_tokens=800", "--max_batch_delay_ms=0"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::atomic<int> exhausted{0}, ok{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 12; ++c) {
+    clients.emplace_back([&] {
+      auto stub = Stub(server.address());
+      v1::AnswerResponse r;
+      const grpc::Status s = Call(*stub, Request("kalo", Document(4, 70)), &r);
+      if (s.ok()) ++ok;
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_GT(exhausted.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(ok.load() + exhausted.load(), 12);
+}
+
+TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=60"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      auto stub = Stub(server.address());
+      v1::AnswerResponse r;
+      return Call(*stub, Request("kalo", Document(10 + i, 80)), &r, 60000);
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all six accepted
+  EXPECT_EQ(server.StopWith(SIGTERM), 0) << server.log();
+  for (auto& c : calls) {
+    const grpc::Status s = c.get();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_NE(server.log().find("drained"), std::string::npos) << server.log();
+}
+
+TEST(ServerAuthTest, BearerTokenIsRequiredButHealthStaysOpen) {
+  const std::string token_file = (TempDir() / "token").string();
+  std::ofstream(token_file) << "s3cret-token\n";
+  ServerProcess server({"--model_dir=" + ModelDir(), "--auth_token_file=" + token_file});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.address());
+  v1::AnswerResponse r;
+  EXPECT_EQ(Call(*stub, Request("kalo", "text"), &r).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Call(*stub, Request("kalo", "text"), &r, 30000, "wrong").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Call(*stub, Request("kalo", "text"), &r, 30000, "s3cret-token").ok());
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext hc;
+  grpc::health::v1::HealthCheckResponse hr;
+  EXPECT_TRUE(health->Check(&hc, {}, &hr).ok());
+}
+
+// Writes a CA, a server certificate for 127.0.0.1 and a client certificate with openssl.
+struct Certificates {
+  std::string dir, ca, server_cert, server_key, client_cert, client_key;
+};
+
+Certificates MakeCertificates() {
+  Certificates c;
+  c.dir = (TempDir() / "pki").string();
+  fs::create_directories(c.dir);
+  const std::string script_path = c.dir + "/make.sh";
+  std::ofstream(script_path)
+      << "set -e\ncd \"$(dirname \"$0\")\"\n"
+         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+         "-subj /CN=longqa-test-ca 2>/dev/null\n"
+         "for who in server client; do\n"
+         "  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who "
+         "2>/dev/null\n"
+         "  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > $who.ext\n"
+         "  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem "
+         "-days 2 -extfile $who.ext 2>/dev/null\n"
+         "done\n";
+  if (std::system(("bash " + script_path).c_str()) != 0) return {};
+  c.ca = c.dir + "/ca.pem";
+  c.server_cert = c.dir + "/server.pem";
+  c.server_key = c.dir + "/server.key";
+  c.client_cert = c.dir + "/client.pem";
+  c.client_key = c.dir + "/client.key";
+  return c;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(ServerTlsTest, TlsAndMutualTls) {
+  const Certificates pki = MakeCertificates();
+  ASSERT_FALSE(pki.ca.empty()) << "openssl failed to make test certificates";
+  v1::AnswerResponse r;
+  {
+    ServerProcess server({"--model_dir=" + ModelDir(), "--tls_cert=" + pki.server_cert,
+                          "--tls_key=" + pki.server_key});
+    ASSERT_TRUE(server.ok()) << server.log();
+    grpc::SslCredentialsOptions trusted;
+    trusted.pem_root_certs = Slurp(pki.ca);
+    EXPECT_TRUE(
+        Call(*Stub(server.address(), grpc::SslCredentials(trusted)), Request("kalo", "text"), &r)
+            .ok());
+    EXPECT_FALSE(Call(*Stub(server.address()), Request("kalo", "text"), &r, 3000).ok());
+  }
+  {
+    ServerProcess server({"--model_dir=" + ModelDir(), "--tls_cert=" + pki.server_cert,
+                          "--tls_key=" + pki.server_key, "--tls_client_ca=" + pki.ca});
+    ASSERT_TRUE(server.ok()) << server.log();
+    grpc::SslCredentialsOptions with_cert;
+    with_cert.pem_root_certs = Slurp(pki.ca);
+    with_cert.pem_cert_chain = Slurp(pki.client_cert);
+    with_cert.pem_private_key = Slurp(pki.client_key);
+    EXPECT_TRUE(
+        Call(*Stub(server.address(), grpc::SslCredentials(with_cert)), Request("kalo", "text"), &r)
+            .ok());
+    grpc::SslCredentialsOptions without_cert;
+    without_cert.pem_root_certs = Slurp(pki.ca);
+    const grpc::Status refused = Call(*Stub(server.address(), grpc::SslCredentials(without_cert)),
+                                      Request("kalo", "text"), &r, 3000);
+    EXPECT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);  // failed handshake
+  }
+}
+
+}  // namespace
+}  // namespace longqa
