@@ -8,6 +8,17 @@ namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+bool IsAsciiAlnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+// True when byte offset `at` falls inside a word (an ASCII letter or digit on both sides): short
+// answers never start or end there, so subword pieces cannot cut a word in half.
+bool InsideWord(std::string_view text, int64_t at) {
+  return at > 0 && at < static_cast<int64_t>(text.size()) && IsAsciiAlnum(text[at - 1]) &&
+         IsAsciiAlnum(text[at]);
+}
+
 ByteRange Trim(std::string_view text, ByteRange r) {
   while (r.first < r.second && IsSpace(text[r.first])) ++r.first;
   while (r.second > r.first && IsSpace(text[r.second - 1])) --r.second;
@@ -58,9 +69,11 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   std::vector<AnswerSpan> candidates;
   for (int64_t s = first; s < last; ++s) {
     if (doc.spans[s].first == doc.spans[s].second) continue;
+    if (InsideWord(text, Trim(text, doc.spans[s]).first)) continue;
     int64_t best_end = -1;
     for (int64_t e = s; e < std::min(last, s + options.max_answer_tokens); ++e) {
       if (doc.spans[e].first == doc.spans[e].second) continue;
+      if (InsideWord(text, doc.spans[e].second)) continue;
       if (best_end < 0 || logits.end[e] > logits.end[best_end]) best_end = e;
     }
     if (best_end < 0) continue;

@@ -47,8 +47,10 @@ struct RequestLogits {
 
 // Chooses the answer. The long answer is the non-empty paragraph with the best long score. Short
 // candidates: for every start token in that paragraph, the best end at or after it within
-// max_answer_tokens; ranked by start + end logit. Spans are trimmed of surrounding ASCII
-// whitespace (pieces carry their leading space), so they never split a UTF-8 character.
+// max_answer_tokens; ranked by start + end logit. A short answer never starts or ends inside a
+// word (between two ASCII letters/digits), so subword pieces cannot cut words. Spans are trimmed
+// of surrounding ASCII whitespace (pieces carry their leading space), so they never split a UTF-8
+// character.
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
                       std::string_view text, const DecodeOptions& options);
 

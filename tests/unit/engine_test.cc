@@ -191,6 +191,11 @@ TEST(EngineTest, SpansAreBytesOfTheirTokensOnRandomUnicode) {
         return std::make_pair(b, e);
       };
       EXPECT_EQ(trim(first, last), std::make_pair(s.byte_begin, s.byte_end));
+      // Never inside a word: not between two ASCII letters/digits.
+      auto alnum = [&](int64_t i) { return std::isalnum(static_cast<unsigned char>(text[i])) != 0; };
+      EXPECT_FALSE(s.byte_begin > 0 && alnum(s.byte_begin - 1) && alnum(s.byte_begin));
+      EXPECT_FALSE(s.byte_end < static_cast<int64_t>(text.size()) && alnum(s.byte_end - 1) &&
+                   alnum(s.byte_end));
       ++short_spans_checked;
     }
   }
@@ -217,6 +222,25 @@ TEST(EngineTest, RejectsBadRequestsAndReportsTruncation) {
   const auto fine = answer("where was Ada born", Document(2, 10, 1));
   ASSERT_TRUE(fine.ok());
   EXPECT_FALSE(fine->question_truncated);
+}
+
+TEST(EngineTest, AFailureInsideTheModelFailsTheBatchWithInternalAndNeverThrows) {
+  const ModelConfig c = TinyConfig("SS", 24, 16);
+  TensorMap w = SpreadWeights(c, 1);
+  w["qa_outputs.weight"] = at::zeros({2, 7});  // the linear layer will throw on the shape
+  auto engine = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu"});
+  ASSERT_TRUE(engine.ok());
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = Document(2, 10, 1);
+  auto a = (*engine)->Prepare(r), b = (*engine)->Prepare(r);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto answers = (*engine)->Run({&*a, &*b});
+  ASSERT_EQ(answers.size(), 2u);
+  for (const auto& answer : answers) {
+    EXPECT_EQ(answer.status().code(), absl::StatusCode::kInternal);
+    EXPECT_NE(answer.status().message().find("model failed"), std::string::npos);
+  }
 }
 
 TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {

@@ -1,0 +1,59 @@
+#include "client/args.h"
+
+namespace longqa::cli {
+
+Args::Args(int argc, char** argv, int first, const std::set<std::string>& known,
+           const std::set<std::string>& booleans) {
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
+    arg = arg.substr(2);
+    std::string value;
+    const auto eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (booleans.count(arg)) {
+      value = "true";
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      throw UsageError("--" + arg + " needs a value");
+    }
+    if (!known.count(arg) && !booleans.count(arg)) throw UsageError("unknown flag --" + arg);
+    values_[arg] = value;
+  }
+}
+
+std::string Args::Get(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+int64_t Args::GetInt(const std::string& name, int64_t fallback) const {
+  if (!Has(name)) return fallback;
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(Get(name), &used);
+    if (used != Get(name).size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " must be an integer, got '" + Get(name) + "'");
+  }
+}
+
+double Args::GetDouble(const std::string& name, double fallback) const {
+  if (!Has(name)) return fallback;
+  try {
+    return std::stod(Get(name));
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " must be a number, got '" + Get(name) + "'");
+  }
+}
+
+bool Args::GetBool(const std::string& name) const {
+  const std::string v = Get(name, "false");
+  return v == "true" || v == "1" || v == "yes";
+}
+
+}  // namespace longqa::cli

@@ -1,0 +1,69 @@
+#include "client/connection.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace longqa::cli {
+namespace {
+
+std::string ReadFile(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + flag + " file " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+const std::set<std::string>& ConnectionFlags() {
+  static const std::set<std::string> flags = {"target",   "tls_ca",     "tls_cert",
+                                              "tls_key",  "token_file", "timeout_s"};
+  return flags;
+}
+
+Connection::Connection(const Args& args)
+    : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetInt("timeout_s", 60)) {
+  if (args.Has("token_file")) {
+    token_ = ReadFile(args.Get("token_file"), "--token_file");
+    while (!token_.empty() && std::isspace(static_cast<unsigned char>(token_.back()))) {
+      token_.pop_back();
+    }
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (args.Has("tls_ca") || args.Has("tls_cert")) {
+    grpc::SslCredentialsOptions ssl;
+    if (args.Has("tls_ca")) ssl.pem_root_certs = ReadFile(args.Get("tls_ca"), "--tls_ca");
+    if (args.Has("tls_cert") != args.Has("tls_key")) {
+      throw UsageError("--tls_cert and --tls_key go together");
+    }
+    if (args.Has("tls_cert")) {
+      ssl.pem_cert_chain = ReadFile(args.Get("tls_cert"), "--tls_cert");
+      ssl.pem_private_key = ReadFile(args.Get("tls_key"), "--tls_key");
+    }
+    creds = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetLoadBalancingPolicyName("round_robin");
+  channel_args.SetMaxReceiveMessageSize(64 << 20);
+  channel_args.SetMaxSendMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(target_, creds, channel_args);
+}
+
+void Connection::Prepare(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s_));
+  if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
+}
+
+int ExitCodeFor(const grpc::Status& status) {
+  if (status.ok()) return kExitOk;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kExitConnection;
+    default:
+      return kExitServer;
+  }
+}
+
+}  // namespace longqa::cli

@@ -1,0 +1,135 @@
+// longqa eval: a gold set through the server, predictions in the official Natural Questions
+// format, and NQ long/short precision, recall and F1 (client/nq_eval.h). The gold format is in
+// docs/cli.md.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/nq_eval.h"
+#include "client/requests.h"
+
+namespace longqa::cli {
+namespace {
+
+ByteSpan SpanFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return {};
+  return {j.at("start_byte").get<int64_t>(), j.at("end_byte").get<int64_t>()};
+}
+
+nlohmann::json SpanJson(const ByteSpan& s) {
+  return {{"start_byte", s.begin}, {"end_byte", s.end}, {"start_token", -1}, {"end_token", -1}};
+}
+
+void PrintScores(const char* name, const PrecisionRecall& all, const PrecisionRecall& best) {
+  std::printf("%-6s all predictions:  P %.4f  R %.4f  F1 %.4f\n", name, all.precision, all.recall,
+              all.f1);
+  if (std::isinf(best.threshold)) {
+    std::printf("%-6s best threshold:   P %.4f  R %.4f  F1 %.4f  (no cut beats all predictions)\n",
+                name, best.precision, best.recall, best.f1);
+  } else {
+    std::printf("%-6s best threshold:   P %.4f  R %.4f  F1 %.4f  (score >= %.4f)\n", name,
+                best.precision, best.recall, best.f1, best.threshold);
+  }
+}
+
+}  // namespace
+
+int RunEval(int argc, char** argv) {
+  std::set<std::string> known = ConnectionFlags();
+  known.insert({"gold", "output", "concurrency", "max_attempts"});
+  const Args args(argc, argv, 2, known, {"no_progress"});
+  if (!args.Has("gold")) throw UsageError("eval needs --gold");
+  std::ifstream in(args.Get("gold"));
+  if (!in) throw UsageError("cannot read --gold " + args.Get("gold"));
+  std::vector<NqGold> gold;
+  std::vector<v1::AnswerRequest> requests;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+      NqGold g;
+      g.example_id = j.at("example_id").is_string() ? j["example_id"].get<std::string>()
+                                                    : j["example_id"].dump();
+      if (j.contains("long_answer")) g.long_answer = SpanFromJson(j["long_answer"]);
+      for (const auto& s : j.value("short_answers", nlohmann::json::array())) {
+        g.short_answers.push_back(SpanFromJson(s));
+      }
+      g.yes_no = j.value("yes_no_answer", std::string("NONE"));
+      gold.push_back(g);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError("gold line " + std::to_string(n) + ": " + e.what());
+    }
+    requests.push_back(RequestFromJson(j, n));
+    requests.back().set_request_id(gold.back().example_id);
+  }
+  const Connection connection(args);
+  RunnerOptions options;
+  options.concurrency = static_cast<int>(args.GetInt("concurrency", 4));
+  options.max_attempts = static_cast<int>(args.GetInt("max_attempts", 5));
+  options.progress = !args.GetBool("no_progress") && isatty(STDERR_FILENO);
+  const std::vector<RunResult> results = RunAll(connection, requests, options);
+
+  std::vector<NqPrediction> predictions;
+  nlohmann::json official = {{"predictions", nlohmann::json::array()}};
+  int64_t failed = 0;
+  bool unreachable = false;
+  for (size_t i = 0; i < results.size(); ++i) {
+    NqPrediction p;
+    p.example_id = gold[i].example_id;
+    const RunResult& r = results[i];
+    if (!r.status.ok()) {
+      ++failed;
+      unreachable |= r.status.error_code() == grpc::StatusCode::UNAVAILABLE;
+      std::fprintf(stderr, "eval: %s: %s\n", p.example_id.c_str(), r.status.error_message().c_str());
+    } else {
+      const v1::AnswerResponse& a = r.response;
+      // A probability, comparable across examples (logits are not): 1 - P(no answer).
+      const double confidence =
+          a.answer_type_probabilities_size() > 0 ? 1.0 - a.answer_type_probabilities(0) : 0.0;
+      const int type = a.answer_type();
+      if (type != v1::ANSWER_TYPE_NO_ANSWER && a.has_long_answer()) {
+        p.long_answer = {static_cast<int64_t>(a.long_answer().byte_begin()),
+                         static_cast<int64_t>(a.long_answer().byte_end())};
+      }
+      if (type == v1::ANSWER_TYPE_SHORT && a.short_answers_size() > 0) {
+        p.short_answers.push_back({static_cast<int64_t>(a.short_answers(0).byte_begin()),
+                                   static_cast<int64_t>(a.short_answers(0).byte_end())});
+      }
+      if (type == v1::ANSWER_TYPE_YES) p.yes_no = "YES";
+      if (type == v1::ANSWER_TYPE_NO) p.yes_no = "NO";
+      p.long_answer_score = p.short_answers_score = confidence;
+    }
+    nlohmann::json shorts = nlohmann::json::array();
+    for (const ByteSpan& s : p.short_answers) shorts.push_back(SpanJson(s));
+    official["predictions"].push_back(
+        {{"example_id", p.example_id},
+         {"long_answer", p.long_answer.null() ? SpanJson({-1, -1}) : SpanJson(p.long_answer)},
+         {"long_answer_score", p.long_answer_score},
+         {"short_answers", shorts},
+         {"short_answers_score", p.short_answers_score},
+         {"yes_no_answer", p.yes_no}});
+    predictions.push_back(std::move(p));
+  }
+  if (args.Has("output")) {
+    std::ofstream out(args.Get("output"));
+    if (!out) throw UsageError("cannot write --output " + args.Get("output"));
+    out << official.dump(1) << "\n";
+  }
+  const NqScores s = ScoreNq(gold, predictions);
+  std::printf("examples %lld (gold long %lld, gold short %lld), failed requests %lld\n",
+              static_cast<long long>(s.examples), static_cast<long long>(s.gold_long),
+              static_cast<long long>(s.gold_short), static_cast<long long>(failed));
+  PrintScores("long", s.long_all, s.long_best);
+  PrintScores("short", s.short_all, s.short_best);
+  if (failed == 0) return kExitOk;
+  return unreachable && failed == static_cast<int64_t>(results.size()) ? kExitConnection
+                                                                         : kExitServer;
+}
+
+}  // namespace longqa::cli

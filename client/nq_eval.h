@@ -1,0 +1,53 @@
+// Natural Questions evaluation, computed the way the official NQ script does for one annotation
+// per example: a long answer is correct when its byte span equals the gold paragraph's; a short
+// answer when its set of spans equals the gold set, or its yes/no equals the gold yes/no.
+// Precision counts every non-null prediction, recall every non-null gold; F1 is reported with all
+// predictions (scores ignored) and at the score threshold that maximises it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace longqa::cli {
+
+struct ByteSpan {
+  int64_t begin = -1;
+  int64_t end = -1;
+  bool null() const { return begin < 0; }
+  bool operator==(const ByteSpan& o) const { return begin == o.begin && end == o.end; }
+  bool operator<(const ByteSpan& o) const { return std::make_pair(begin, end) < std::make_pair(o.begin, o.end); }
+};
+
+struct NqGold {
+  std::string example_id;
+  ByteSpan long_answer;                // null: no long answer
+  std::vector<ByteSpan> short_answers;
+  std::string yes_no = "NONE";         // YES, NO or NONE
+};
+
+struct NqPrediction {
+  std::string example_id;
+  ByteSpan long_answer;
+  double long_answer_score = 0;
+  std::vector<ByteSpan> short_answers;
+  double short_answers_score = 0;
+  std::string yes_no = "NONE";
+};
+
+struct PrecisionRecall {
+  double precision = 0, recall = 0, f1 = 0;
+  double threshold = 0;  // the score cut (predictions with score ≥ it count)
+};
+
+struct NqScores {
+  PrecisionRecall long_all, long_best, short_all, short_best;
+  int64_t examples = 0, gold_long = 0, gold_short = 0;
+};
+
+// Predictions are matched to gold by example_id; a gold example without a prediction counts as
+// a null prediction.
+NqScores ScoreNq(const std::vector<NqGold>& gold, const std::vector<NqPrediction>& predictions);
+
+}  // namespace longqa::cli

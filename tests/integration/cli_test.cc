@@ -1,0 +1,255 @@
+// The `longqa` CLI against a real server on loopback: every subcommand, its exit codes, its
+// connection options (token, dns:/// target), eval's figures against hand counts, bench's bounds.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "model/random_model.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "tests/integration/server_process.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::ServerProcess;
+namespace fs = std::filesystem;
+
+fs::path Dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("longqa_cli_test_" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// A random model whose answer-type head always says SHORT, so every answer has spans.
+const std::string& ModelDir() {
+  static const std::string dir = [] {
+    RandomModelSpec spec;
+    spec.hidden_size = 32;
+    spec.num_heads = 2;
+    spec.intermediate_size = 64;
+    spec.window_tokens = 32;
+    spec.stride_tokens = 24;
+    spec.vocab_size = 300;
+    const std::string d = (Dir() / "model").string();
+    if (!WriteRandomModel(spec, d).ok()) throw std::runtime_error("random model");
+    auto config = LoadModelConfig(d + "/config.json");
+    auto weights = LoadWeights(d + "/model.safetensors", *config);
+    (*weights)["answer_type.bias"] = at::tensor({0.f, 0.f, 0.f, 20.f, 0.f});
+    if (!WriteSafetensors(d + "/model.safetensors", *weights).ok()) throw std::runtime_error("w");
+    return d;
+  }();
+  return dir;
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+CliRun Cli(const std::string& args) {
+  const std::string command = std::string(LONGQA_CLI_BIN) + " " + args + " 2>/dev/null";
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) run.out.append(buf, n);
+  const int status = pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string Write(const std::string& name, const std::string& content) {
+  const std::string path = (Dir() / name).string();
+  std::ofstream(path) << content;
+  return path;
+}
+
+const char kDocument[] =
+    "The old bridge was built in 1820 by the river guild.\n\n"
+    "The city has a north gate. Many people live near it.\n\n"
+    "Winters are cold and the river freezes.";
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({"--model_dir=" + ModelDir()});
+    ASSERT_TRUE(server_->ok()) << server_->log();
+  }
+  static void TearDownTestSuite() { delete server_; }
+  static std::string Target() { return "--target=" + server_->address(); }
+  static ServerProcess* server_;
+};
+ServerProcess* CliTest::server_ = nullptr;
+
+TEST_F(CliTest, AskPrintsTheAnswerAndJson) {
+  const std::string doc = Write("doc.txt", kDocument);
+  const CliRun text = Cli("ask " + Target() + " --question='when was the bridge built' --file=" + doc);
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("answer: SHORT"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[["), std::string::npos) << "short answer highlighted: " << text.out;
+  EXPECT_NE(text.out.find("timing:"), std::string::npos);
+  const CliRun json = Cli("ask " + Target() + " --json --n_best=3 --question=bridge < " + doc);
+  ASSERT_EQ(json.code, 0);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["answer_type"], "SHORT");
+  const auto& s = j["short_answers"][0];
+  EXPECT_EQ(s["text"].get<std::string>(),
+            std::string(kDocument).substr(s["byte_begin"].get<size_t>(),
+                                          s["byte_end"].get<size_t>() - s["byte_begin"].get<size_t>()));
+  EXPECT_LE(j["short_answers"].size(), 3u);
+}
+
+TEST_F(CliTest, ExitCodesSayWhatWentWrong) {
+  EXPECT_EQ(Cli("ask " + Target()).code, 2);                  // usage: no --question
+  EXPECT_EQ(Cli("frobnicate").code, 2);                        // usage: unknown command
+  EXPECT_EQ(Cli("ask --bogus=1 --question=q").code, 2);        // usage: unknown flag
+  EXPECT_EQ(Cli("health --target=127.0.0.1:1 --timeout_s=3").code, 3);  // nobody listens
+  const std::string empty = Write("empty.txt", "  \n\n ");
+  EXPECT_EQ(Cli("ask " + Target() + " --question=q --file=" + empty).code, 4);  // server error
+  EXPECT_EQ(Cli("--help").code, 0);
+  EXPECT_EQ(Cli("version").code, 0);
+}
+
+TEST_F(CliTest, HealthInfoAndDnsTarget) {
+  EXPECT_EQ(Cli("health " + Target()).out, "SERVING\n");
+  const CliRun info = Cli("info " + Target());
+  EXPECT_EQ(info.code, 0);
+  EXPECT_NE(info.out.find("cluster_former"), std::string::npos) << info.out;
+  const std::string port = server_->address().substr(server_->address().rfind(':') + 1);
+  EXPECT_EQ(Cli("health --target=dns:///localhost:" + port).code, 0);
+}
+
+TEST_F(CliTest, BatchWritesOneLinePerInput) {
+  const std::string input = Write(
+      "in.jsonl",
+      "{\"id\": \"p1\", \"question\": \"bridge\", \"document\": \"The bridge is old.\"}\n"
+      "{\"id\": \"p2\", \"question\": \"gate\", \"paragraphs\": [\"A gate.\", \"A north gate.\"]}\n"
+      "{\"id\": \"p3\", \"question\": \"\", \"document\": \"empty question fails\"}\n");
+  const std::string output = (Dir() / "out.jsonl").string();
+  const CliRun run = Cli("batch " + Target() + " --concurrency=2 --input=" + input + " --output=" +
+                      output);
+  EXPECT_EQ(run.code, 4);  // one request failed
+  std::ifstream in(output);
+  std::string line;
+  std::vector<nlohmann::json> lines;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["id"], "p1");
+  EXPECT_EQ(lines[1]["long_answer"]["paragraph_index"].get<int>() < 2, true);
+  EXPECT_EQ(lines[2]["error"]["code"], 3);  // INVALID_ARGUMENT
+  const std::string bad = Write("bad.jsonl", "{\"id\": 1}\n");
+  EXPECT_EQ(Cli("batch " + Target() + " --input=" + bad + " --output=" + output).code, 2);
+}
+
+TEST_F(CliTest, EvalFiguresMatchHandCounts) {
+  // First learn what the server answers, then build gold around it: examples 0-2 have the
+  // server's own long answer (correct), 3 a different paragraph (wrong), 4 no answer (null gold).
+  // Short gold: the server's span for 0, 1 and 3 (correct; 3's long answer is wrong but short
+  // answers are judged on their own), a different span for 2 (wrong); none for 4.
+  std::vector<std::string> docs, lines;
+  for (int i = 0; i < 5; ++i) {
+    docs.push_back("First paragraph " + std::to_string(i) + " about the bridge.\n\n"
+                   "Second paragraph about the north gate and the city.\n\n"
+                   "Third paragraph on cold winters.");
+    lines.push_back(nlohmann::json{{"id", "e" + std::to_string(i)}, {"question", "what gate"},
+                                   {"document", docs.back()}}
+                        .dump());
+  }
+  std::string input;
+  for (const auto& l : lines) input += l + "\n";
+  const std::string answers_path = (Dir() / "answers.jsonl").string();
+  ASSERT_EQ(Cli("batch " + Target() + " --input=" + Write("eval_in.jsonl", input) + " --output=" +
+                answers_path)
+                .code,
+            0);
+  std::ifstream answers_in(answers_path);
+  std::string line, gold;
+  for (int i = 0; std::getline(answers_in, line); ++i) {
+    const auto a = nlohmann::json::parse(line);
+    ASSERT_EQ(a["answer_type"], "SHORT");
+    nlohmann::json long_answer = {{"start_byte", a["long_answer"]["byte_begin"]},
+                                  {"end_byte", a["long_answer"]["byte_end"]}};
+    nlohmann::json short_answer = {{"start_byte", a["short_answers"][0]["byte_begin"]},
+                                   {"end_byte", a["short_answers"][0]["byte_end"]}};
+    nlohmann::json g = {{"example_id", "e" + std::to_string(i)}, {"question", "what gate"},
+                        {"document", docs[i]}, {"yes_no_answer", "NONE"}};
+    g["long_answer"] = long_answer;
+    g["short_answers"] = nlohmann::json::array({short_answer});
+    if (i == 2) g["short_answers"][0]["end_byte"] = short_answer["end_byte"].get<int>() + 1;
+    if (i == 3) g["long_answer"]["start_byte"] = long_answer["start_byte"].get<int>() + 1;
+    if (i == 4) {
+      g["long_answer"] = nullptr;
+      g["short_answers"] = nlohmann::json::array();
+    }
+    gold += g.dump() + "\n";
+  }
+  const std::string predictions = (Dir() / "predictions.json").string();
+  const CliRun run = Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) + " --output=" +
+                      predictions);
+  ASSERT_EQ(run.code, 0) << run.out;
+  // By hand. Long: 5 predictions, correct 0,1,2 → P 3/5 = 0.6; 4 gold → R 0.75; F1 0.6667.
+  // Short: 5 predictions, correct 0,1,3 → P 0.6; gold 0,1,2,3 → R 0.75; F1 0.6667.
+  EXPECT_NE(run.out.find("long   all predictions:  P 0.6000  R 0.7500  F1 0.6667"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("short  all predictions:  P 0.6000  R 0.7500  F1 0.6667"),
+            std::string::npos)
+      << run.out;
+  std::ifstream p(predictions);
+  const auto official = nlohmann::json::parse(p);
+  ASSERT_EQ(official["predictions"].size(), 5u);
+  for (const char* key : {"example_id", "long_answer", "long_answer_score", "short_answers",
+                          "short_answers_score", "yes_no_answer"}) {
+    EXPECT_TRUE(official["predictions"][0].contains(key)) << key;
+  }
+}
+
+TEST_F(CliTest, BenchStopsWithinItsBounds) {
+  const std::string csv = (Dir() / "bench.csv").string();
+  auto start = std::chrono::steady_clock::now();
+  const CliRun timed = Cli("bench " + Target() + " --concurrency=4 --duration_s=2 --doc_words=300");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(timed.code, 0);
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_NE(timed.out.find("throughput:"), std::string::npos);
+  EXPECT_NE(timed.out.find("p99"), std::string::npos);
+  EXPECT_NE(timed.out.find("server ms (mean): queue"), std::string::npos);
+  const CliRun counted = Cli("bench " + Target() + " --requests=5 --duration_s=60 --csv=" + csv);
+  EXPECT_EQ(counted.code, 0);
+  EXPECT_NE(counted.out.find("bench: 5 requests"), std::string::npos) << counted.out;
+  std::ifstream in(csv);
+  int rows = 0;
+  std::string row;
+  while (std::getline(in, row)) ++rows;
+  EXPECT_EQ(rows, 6);  // header + 5
+  const CliRun paced = Cli("bench " + Target() + " --rate=5 --duration_s=2 --doc_words=100");
+  EXPECT_EQ(paced.code, 0);
+  EXPECT_NE(paced.out.find("bench: 10 requests"), std::string::npos) << paced.out;
+}
+
+TEST(CliAuthTest, TokenFileIsSent) {
+  const std::string token = Write("cli_token", "t0ken\n");
+  ServerProcess server({"--model_dir=" + ModelDir(), "--auth_token_file=" + token});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string doc = Write("auth_doc.txt", kDocument);
+  EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --file=" + doc).code, 4);
+  EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --token_file=" + token +
+                " --file=" + doc)
+                .code,
+            0);
+}
+
+}  // namespace
+}  // namespace longqa

@@ -1,0 +1,58 @@
+// NQ metrics on a hand-made set, every figure worked out by hand in the comments.
+#include "client/nq_eval.h"
+
+#include <gtest/gtest.h>
+
+namespace longqa::cli {
+namespace {
+
+TEST(NqEvalTest, HandComputedFigures) {
+  // Gold: 4 examples with a long answer (a, b, c, d), 1 without (e). Short: a, b (spans), c (YES).
+  const std::vector<NqGold> gold = {
+      {"a", {0, 10}, {{2, 4}}, "NONE"},
+      {"b", {20, 30}, {{21, 22}, {25, 27}}, "NONE"},
+      {"c", {40, 50}, {}, "YES"},
+      {"d", {60, 70}, {}, "NONE"},
+      {"e", {}, {}, "NONE"},
+  };
+  const std::vector<NqPrediction> predictions = {
+      {"a", {0, 10}, 0.9, {{2, 4}}, 0.9, "NONE"},                // long ✓, short ✓
+      {"b", {20, 30}, 0.8, {{25, 27}, {21, 22}}, 0.8, "NONE"},  // long ✓, short ✓ (same set)
+      {"c", {40, 50}, 0.3, {}, 0.3, "NO"},                      // long ✓, short ✗ (NO vs YES)
+      {"d", {61, 70}, 0.7, {{62, 63}}, 0.7, "NONE"},            // long ✗, short ✗ (gold none)
+      {"e", {80, 90}, 0.2, {}, 0.2, "NONE"},                    // long ✗ (gold null)
+  };
+  const NqScores s = ScoreNq(gold, predictions);
+  EXPECT_EQ(s.examples, 5);
+  EXPECT_EQ(s.gold_long, 4);
+  EXPECT_EQ(s.gold_short, 3);
+  // Long, all predictions: 5 non-null, 3 correct; 4 gold. P 3/5, R 3/4, F1 = 2·.6·.75/1.35 = 2/3.
+  EXPECT_DOUBLE_EQ(s.long_all.precision, 0.6);
+  EXPECT_DOUBLE_EQ(s.long_all.recall, 0.75);
+  EXPECT_NEAR(s.long_all.f1, 2.0 / 3.0, 1e-12);
+  // Best threshold: score ≥ 0.8 keeps a, b (both correct): P 1, R 1/2, F1 2/3; ≥ 0.3 keeps
+  // a, b, d, c: 3 correct of 4, R 3/4, F1 0.75 (the best); ≥ 0.7: a, b, d: P 2/3, R 1/2, F1 4/7.
+  EXPECT_DOUBLE_EQ(s.long_best.threshold, 0.3);
+  EXPECT_DOUBLE_EQ(s.long_best.precision, 0.75);
+  EXPECT_DOUBLE_EQ(s.long_best.recall, 0.75);
+  EXPECT_DOUBLE_EQ(s.long_best.f1, 0.75);
+  // Short, all: non-null predictions a, b, c, d = 4; correct a, b = 2; gold 3.
+  // P 1/2, R 2/3, F1 = 2·(1/2)(2/3)/(7/6) = 4/7.
+  EXPECT_DOUBLE_EQ(s.short_all.precision, 0.5);
+  EXPECT_NEAR(s.short_all.recall, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(s.short_all.f1, 4.0 / 7.0, 1e-12);
+  // Best: ≥ 0.8 keeps a, b: P 1, R 2/3, F1 0.8.
+  EXPECT_DOUBLE_EQ(s.short_best.threshold, 0.8);
+  EXPECT_NEAR(s.short_best.f1, 0.8, 1e-12);
+}
+
+TEST(NqEvalTest, MissingPredictionsCountAsNull) {
+  const std::vector<NqGold> gold = {{"a", {0, 10}, {}, "NONE"}, {"b", {5, 9}, {}, "NONE"}};
+  const NqScores s = ScoreNq(gold, {{"a", {0, 10}, 1.0, {}, 0.0, "NONE"}});
+  EXPECT_DOUBLE_EQ(s.long_all.precision, 1.0);
+  EXPECT_DOUBLE_EQ(s.long_all.recall, 0.5);
+  EXPECT_DOUBLE_EQ(s.short_all.f1, 0.0);
+}
+
+}  // namespace
+}  // namespace longqa::cli
