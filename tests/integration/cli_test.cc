@@ -1,5 +1,6 @@
 // The `longqa` CLI against a real server on loopback: every subcommand, its exit codes, its
 // connection options (token, dns:/// target), eval's figures against hand counts, bench's bounds.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,13 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include "model/random_model.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_pki.h"
 
 namespace longqa {
 namespace {
@@ -94,7 +95,8 @@ ServerProcess* CliTest::server_ = nullptr;
 
 TEST_F(CliTest, AskPrintsTheAnswerAndJson) {
   const std::string doc = Write("doc.txt", kDocument);
-  const CliRun text = Cli("ask " + Target() + " --question='when was the bridge built' --file=" + doc);
+  const CliRun text =
+      Cli("ask " + Target() + " --question='when was the bridge built' --file=" + doc);
   EXPECT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("answer: SHORT"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("[["), std::string::npos) << "short answer highlighted: " << text.out;
@@ -104,16 +106,17 @@ TEST_F(CliTest, AskPrintsTheAnswerAndJson) {
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["answer_type"], "SHORT");
   const auto& s = j["short_answers"][0];
-  EXPECT_EQ(s["text"].get<std::string>(),
-            std::string(kDocument).substr(s["byte_begin"].get<size_t>(),
-                                          s["byte_end"].get<size_t>() - s["byte_begin"].get<size_t>()));
+  EXPECT_EQ(
+      s["text"].get<std::string>(),
+      std::string(kDocument).substr(s["byte_begin"].get<size_t>(),
+                                    s["byte_end"].get<size_t>() - s["byte_begin"].get<size_t>()));
   EXPECT_LE(j["short_answers"].size(), 3u);
 }
 
 TEST_F(CliTest, ExitCodesSayWhatWentWrong) {
-  EXPECT_EQ(Cli("ask " + Target()).code, 2);                  // usage: no --question
-  EXPECT_EQ(Cli("frobnicate").code, 2);                        // usage: unknown command
-  EXPECT_EQ(Cli("ask --bogus=1 --question=q").code, 2);        // usage: unknown flag
+  EXPECT_EQ(Cli("ask " + Target()).code, 2);                            // usage: no --question
+  EXPECT_EQ(Cli("frobnicate").code, 2);                                 // usage: unknown command
+  EXPECT_EQ(Cli("ask --bogus=1 --question=q").code, 2);                 // usage: unknown flag
   EXPECT_EQ(Cli("health --target=127.0.0.1:1 --timeout_s=3").code, 3);  // nobody listens
   const std::string empty = Write("empty.txt", "  \n\n ");
   EXPECT_EQ(Cli("ask " + Target() + " --question=q --file=" + empty).code, 4);  // server error
@@ -137,8 +140,8 @@ TEST_F(CliTest, BatchWritesOneLinePerInput) {
       "{\"id\": \"p2\", \"question\": \"gate\", \"paragraphs\": [\"A gate.\", \"A north gate.\"]}\n"
       "{\"id\": \"p3\", \"question\": \"\", \"document\": \"empty question fails\"}\n");
   const std::string output = (Dir() / "out.jsonl").string();
-  const CliRun run = Cli("batch " + Target() + " --concurrency=2 --input=" + input + " --output=" +
-                      output);
+  const CliRun run =
+      Cli("batch " + Target() + " --concurrency=2 --input=" + input + " --output=" + output);
   EXPECT_EQ(run.code, 4);  // one request failed
   std::ifstream in(output);
   std::string line;
@@ -159,18 +162,19 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
   // answers are judged on their own), a different span for 2 (wrong); none for 4.
   std::vector<std::string> docs, lines;
   for (int i = 0; i < 5; ++i) {
-    docs.push_back("First paragraph " + std::to_string(i) + " about the bridge.\n\n"
+    docs.push_back("First paragraph " + std::to_string(i) +
+                   " about the bridge.\n\n"
                    "Second paragraph about the north gate and the city.\n\n"
                    "Third paragraph on cold winters.");
-    lines.push_back(nlohmann::json{{"id", "e" + std::to_string(i)}, {"question", "what gate"},
-                                   {"document", docs.back()}}
+    lines.push_back(nlohmann::json{
+        {"id", "e" + std::to_string(i)}, {"question", "what gate"}, {"document", docs.back()}}
                         .dump());
   }
   std::string input;
   for (const auto& l : lines) input += l + "\n";
   const std::string answers_path = (Dir() / "answers.jsonl").string();
-  ASSERT_EQ(Cli("batch " + Target() + " --input=" + Write("eval_in.jsonl", input) + " --output=" +
-                answers_path)
+  ASSERT_EQ(Cli("batch " + Target() + " --input=" + Write("eval_in.jsonl", input) +
+                " --output=" + answers_path)
                 .code,
             0);
   std::ifstream answers_in(answers_path);
@@ -182,8 +186,10 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
                                   {"end_byte", a["long_answer"]["byte_end"]}};
     nlohmann::json short_answer = {{"start_byte", a["short_answers"][0]["byte_begin"]},
                                    {"end_byte", a["short_answers"][0]["byte_end"]}};
-    nlohmann::json g = {{"example_id", "e" + std::to_string(i)}, {"question", "what gate"},
-                        {"document", docs[i]}, {"yes_no_answer", "NONE"}};
+    nlohmann::json g = {{"example_id", "e" + std::to_string(i)},
+                        {"question", "what gate"},
+                        {"document", docs[i]},
+                        {"yes_no_answer", "NONE"}};
     g["long_answer"] = long_answer;
     g["short_answers"] = nlohmann::json::array({short_answer});
     if (i == 2) g["short_answers"][0]["end_byte"] = short_answer["end_byte"].get<int>() + 1;
@@ -195,8 +201,8 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
     gold += g.dump() + "\n";
   }
   const std::string predictions = (Dir() / "predictions.json").string();
-  const CliRun run = Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) + " --output=" +
-                      predictions);
+  const CliRun run =
+      Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) + " --output=" + predictions);
   ASSERT_EQ(run.code, 0) << run.out;
   // By hand. Long: 5 predictions, correct 0,1,2 → P 3/5 = 0.6; 4 gold → R 0.75; F1 0.6667.
   // Short: 5 predictions, correct 0,1,3 → P 0.6; gold 0,1,2,3 → R 0.75; F1 0.6667.
@@ -237,6 +243,23 @@ TEST_F(CliTest, BenchStopsWithinItsBounds) {
   const CliRun paced = Cli("bench " + Target() + " --rate=5 --duration_s=2 --doc_words=100");
   EXPECT_EQ(paced.code, 0);
   EXPECT_NE(paced.out.find("bench: 10 requests"), std::string::npos) << paced.out;
+}
+
+TEST(CliTlsTest, TlsAndMutualTlsOptions) {
+  const auto pki = testing_support::MakeCertificates(Dir().string());
+  ASSERT_FALSE(pki.ca.empty()) << "openssl failed to make test certificates";
+  ServerProcess server({"--model_dir=" + ModelDir(), "--tls_cert=" + pki.server_cert,
+                        "--tls_key=" + pki.server_key, "--tls_client_ca=" + pki.ca});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string target = "--target=" + server.address() + " --timeout_s=5";
+  EXPECT_EQ(Cli("health " + target + " --tls_ca=" + pki.ca + " --tls_cert=" + pki.client_cert +
+                " --tls_key=" + pki.client_key)
+                .out,
+            "SERVING\n");
+  EXPECT_EQ(Cli("health " + target + " --tls_ca=" + pki.ca).code, 3);  // no client certificate
+  EXPECT_EQ(Cli("health " + target).code, 3);                          // plaintext
+  EXPECT_EQ(Cli("health " + target + " --tls_ca=" + pki.ca + " --tls_cert=" + pki.client_cert).code,
+            2);  // --tls_cert without --tls_key
 }
 
 TEST(CliAuthTest, TokenFileIsSent) {

@@ -85,11 +85,19 @@ class ServerProcess {
     return log_;
   }
 
+  void Signal(int sig) {
+    if (!exited_) kill(pid_, sig);
+  }
+
   // Sends `sig` and waits up to `timeout` for the exit; returns the exit code (-1: killed by a
   // signal or still running).
   int StopWith(int sig, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    Signal(sig);
+    return WaitExit(timeout);
+  }
+
+  int WaitExit(std::chrono::seconds timeout = std::chrono::seconds(60)) {
     if (exited_) return exit_code_;
-    kill(pid_, sig);
     const auto give_up = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < give_up) {
       int status = 0;

@@ -18,6 +18,7 @@
 #include "model/engine.h"
 #include "model/random_model.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_pki.h"
 
 namespace longqa {
 namespace {
@@ -320,11 +321,23 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
     calls.push_back(std::async(std::launch::async, [&, i] {
       auto stub = Stub(server.address());
       v1::AnswerResponse r;
-      return Call(*stub, Request("kalo", Document(10 + i, 80)), &r, 60000);
+      return Call(*stub, Request("kalo", Document(100 + 10 * i, 150)), &r, 60000);
     }));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all six accepted
-  EXPECT_EQ(server.StopWith(SIGTERM), 0) << server.log();
+  server.Signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Draining: health says NOT_SERVING and new work is refused, while accepted work goes on.
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  grpc::ClientContext hc;
+  hc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckResponse hr;
+  ASSERT_TRUE(grpc::health::v1::Health::NewStub(channel)->Check(&hc, {}, &hr).ok());
+  EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  v1::AnswerResponse late;
+  EXPECT_EQ(Call(*Stub(server.address()), Request("kalo", "text"), &late, 5000).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(server.WaitExit(), 0) << server.log();
   for (auto& c : calls) {
     const grpc::Status s = c.get();
     EXPECT_TRUE(s.ok()) << s.error_message();
@@ -351,43 +364,8 @@ TEST(ServerAuthTest, BearerTokenIsRequiredButHealthStaysOpen) {
   EXPECT_TRUE(health->Check(&hc, {}, &hr).ok());
 }
 
-// Writes a CA, a server certificate for 127.0.0.1 and a client certificate with openssl.
-struct Certificates {
-  std::string dir, ca, server_cert, server_key, client_cert, client_key;
-};
-
-Certificates MakeCertificates() {
-  Certificates c;
-  c.dir = (TempDir() / "pki").string();
-  fs::create_directories(c.dir);
-  const std::string script_path = c.dir + "/make.sh";
-  std::ofstream(script_path)
-      << "set -e\ncd \"$(dirname \"$0\")\"\n"
-         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
-         "-subj /CN=longqa-test-ca 2>/dev/null\n"
-         "for who in server client; do\n"
-         "  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who "
-         "2>/dev/null\n"
-         "  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > $who.ext\n"
-         "  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem "
-         "-days 2 -extfile $who.ext 2>/dev/null\n"
-         "done\n";
-  if (std::system(("bash " + script_path).c_str()) != 0) return {};
-  c.ca = c.dir + "/ca.pem";
-  c.server_cert = c.dir + "/server.pem";
-  c.server_key = c.dir + "/server.key";
-  c.client_cert = c.dir + "/client.pem";
-  c.client_key = c.dir + "/client.key";
-  return c;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST(ServerTlsTest, TlsAndMutualTls) {
-  const Certificates pki = MakeCertificates();
+  const testing_support::Certificates pki = testing_support::MakeCertificates(TempDir().string());
   ASSERT_FALSE(pki.ca.empty()) << "openssl failed to make test certificates";
   v1::AnswerResponse r;
   {
@@ -395,7 +373,7 @@ TEST(ServerTlsTest, TlsAndMutualTls) {
                           "--tls_key=" + pki.server_key});
     ASSERT_TRUE(server.ok()) << server.log();
     grpc::SslCredentialsOptions trusted;
-    trusted.pem_root_certs = Slurp(pki.ca);
+    trusted.pem_root_certs = testing_support::Slurp(pki.ca);
     EXPECT_TRUE(
         Call(*Stub(server.address(), grpc::SslCredentials(trusted)), Request("kalo", "text"), &r)
             .ok());
@@ -406,14 +384,14 @@ TEST(ServerTlsTest, TlsAndMutualTls) {
                           "--tls_key=" + pki.server_key, "--tls_client_ca=" + pki.ca});
     ASSERT_TRUE(server.ok()) << server.log();
     grpc::SslCredentialsOptions with_cert;
-    with_cert.pem_root_certs = Slurp(pki.ca);
-    with_cert.pem_cert_chain = Slurp(pki.client_cert);
-    with_cert.pem_private_key = Slurp(pki.client_key);
+    with_cert.pem_root_certs = testing_support::Slurp(pki.ca);
+    with_cert.pem_cert_chain = testing_support::Slurp(pki.client_cert);
+    with_cert.pem_private_key = testing_support::Slurp(pki.client_key);
     EXPECT_TRUE(
         Call(*Stub(server.address(), grpc::SslCredentials(with_cert)), Request("kalo", "text"), &r)
             .ok());
     grpc::SslCredentialsOptions without_cert;
-    without_cert.pem_root_certs = Slurp(pki.ca);
+    without_cert.pem_root_certs = testing_support::Slurp(pki.ca);
     const grpc::Status refused = Call(*Stub(server.address(), grpc::SslCredentials(without_cert)),
                                       Request("kalo", "text"), &r, 3000);
     EXPECT_FALSE(refused.ok());
