@@ -22,7 +22,8 @@ ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const Tens
   }
 }
 
-at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Device& device) const {
+at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Device& device,
+                                         const ClusterLayerObserver& observer) const {
   const int64_t kt = plan.num_windows;
   const int64_t t_len = plan.window_len;
   const int64_t d = config_.hidden_size;
@@ -65,6 +66,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
       hbar = kernels::OverlapMerge(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
       continue;
     }
+    if (observer && !observer(i, hbar)) return hbar;
     const at::Tensor& centroids = centroids_[i];
     const at::Tensor cluster_ids = kernels::ClusterAssign(hbar, centroids);
     const at::Tensor perm = kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <vector>
 
 #include "model/config.h"
@@ -21,8 +22,13 @@ class ClusterFormerEncoder {
   // `weights` must already be on the device the encoder will run on.
   ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights);
 
+  // Called with H̄ [R, d] just before each cluster layer; returning false stops the forward pass
+  // there (the centroid builder needs only the states up to the layer it works on).
+  using ClusterLayerObserver = std::function<bool(int64_t layer, const at::Tensor& hbar)>;
+
   // Runs every layer; returns H̄ [plan.num_rows, d] on `device`.
-  at::Tensor Forward(const WindowPlan& plan, const at::Device& device) const;
+  at::Tensor Forward(const WindowPlan& plan, const at::Device& device,
+                     const ClusterLayerObserver& observer = nullptr) const;
 
  private:
   ModelConfig config_;
