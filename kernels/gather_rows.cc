@@ -34,7 +34,7 @@ at::Tensor GatherRows(const at::Tensor& src_in, const at::Tensor& index_in) {
     scalar_t* o = out.data_ptr<scalar_t>();
     const int64_t stride = src.stride(0);
     ParallelRows(rows, d, [&](int64_t r) {
-      for (int64_t c = 0; c < d; ++c) GatherRowsElement(r * d + c, s, stride, n_src, idx, d, o);
+      for (int64_t c = 0; c < d; ++c) GatherRowsAt(r, c, s, stride, n_src, idx, d, o);
     });
   });
   return out;

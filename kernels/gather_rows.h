@@ -9,19 +9,28 @@
 
 namespace longqa::kernels {
 
-// One output element. i indexes out as [rows, d] row-major; src rows are src_row_stride apart.
+// Output element (row, col); src rows are src_row_stride apart.
 template <typename T>
-LONGQA_HD inline void GatherRowsElement(int64_t i,
-                                        const T* src,            // [num_src_rows, d] (strided rows)
-                                        int64_t src_row_stride,  //
-                                        int64_t num_src_rows,    //
-                                        const int64_t* index,    // [rows], -1 = zero row
-                                        int64_t d,               //
-                                        T* out) {                // [rows, d]
-  const int64_t row = i / d;
-  const int64_t col = i - row * d;
+LONGQA_HD inline void GatherRowsAt(int64_t row, int64_t col,
+                                   const T* src,            // [num_src_rows, d] (strided rows)
+                                   int64_t src_row_stride,  //
+                                   int64_t num_src_rows,    //
+                                   const int64_t* index,    // [rows], -1 = zero row
+                                   int64_t d,               //
+                                   T* out) {                // [rows, d]
   const int64_t s = index[row];
-  out[i] = (s >= 0 && s < num_src_rows) ? src[s * src_row_stride + col] : static_cast<T>(0.0f);
+  out[row * d + col] =
+      (s >= 0 && s < num_src_rows) ? src[s * src_row_stride + col] : static_cast<T>(0.0f);
+}
+
+// The same by flat index i into out [rows, d] (one CUDA thread per element; the CPU launcher
+// loops (row, col) directly, which lets the compiler vectorise the columns).
+template <typename T>
+LONGQA_HD inline void GatherRowsElement(int64_t i, const T* src, int64_t src_row_stride,
+                                        int64_t num_src_rows, const int64_t* index, int64_t d,
+                                        T* out) {
+  const int64_t row = i / d;
+  GatherRowsAt(row, i - row * d, src, src_row_stride, num_src_rows, index, d, out);
 }
 
 }  // namespace longqa::kernels

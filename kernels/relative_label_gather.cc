@@ -33,10 +33,11 @@ at::Tensor RelativeLabelGather(const at::Tensor& qa_in, const at::Tensor& labels
     const scalar_t* q = qa.data_ptr<scalar_t>();
     const int64_t* l = labels.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    const int64_t per_row = heads * slots;
-    ParallelRows(rows, per_row, [&](int64_t r) {
-      for (int64_t e = 0; e < per_row; ++e) {
-        RelativeLabelGatherElement(r * per_row + e, q, heads, num_labels, l, period, slots, o);
+    ParallelRows(rows, heads * slots, [&](int64_t r) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t s = 0; s < slots; ++s) {
+          RelativeLabelGatherAt(r, h, s, q, heads, num_labels, l, period, slots, o);
+        }
       }
     });
   });

@@ -11,22 +11,31 @@
 
 namespace longqa::kernels {
 
+// Output element (row, head, slot).
 template <typename T>
-LONGQA_HD inline void RelativeLabelGatherElement(int64_t i,
-                                                 const T* qa,            // [rows, heads, L]
-                                                 int64_t heads,          //
-                                                 int64_t num_labels,     // L
-                                                 const int64_t* labels,  // [period, slots]
-                                                 int64_t period,         //
-                                                 int64_t slots,          //
-                                                 T* out) {               // [rows, heads, slots]
-  const int64_t s = i % slots;
-  const int64_t t = i / slots;
-  const int64_t head = t % heads;
-  const int64_t row = t / heads;
+LONGQA_HD inline void RelativeLabelGatherAt(int64_t row, int64_t head, int64_t s,
+                                            const T* qa,            // [rows, heads, L]
+                                            int64_t heads,          //
+                                            int64_t num_labels,     // L
+                                            const int64_t* labels,  // [period, slots]
+                                            int64_t period,         //
+                                            int64_t slots,          //
+                                            T* out) {               // [rows, heads, slots]
   const int64_t label = labels[(row % period) * slots + s];
-  out[i] = (label >= 0 && label < num_labels) ? qa[(row * heads + head) * num_labels + label]
-                                              : static_cast<T>(0.0f);
+  out[(row * heads + head) * slots + s] =
+      (label >= 0 && label < num_labels) ? qa[(row * heads + head) * num_labels + label]
+                                         : static_cast<T>(0.0f);
+}
+
+// The same by flat index i into out (one CUDA thread per element; the CPU launcher loops
+// (row, head, slot) directly).
+template <typename T>
+LONGQA_HD inline void RelativeLabelGatherElement(int64_t i, const T* qa, int64_t heads,
+                                                 int64_t num_labels, const int64_t* labels,
+                                                 int64_t period, int64_t slots, T* out) {
+  const int64_t t = i / slots;
+  RelativeLabelGatherAt(t / heads, t % heads, i - t * slots, qa, heads, num_labels, labels, period,
+                        slots, out);
 }
 
 }  // namespace longqa::kernels
