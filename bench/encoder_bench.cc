@@ -4,7 +4,7 @@
 // next to the fp32 GEMM rate measured in the same run. A flat tokens/s across lengths shows that
 // nothing grows quadratically with document length.
 //
-// Usage: longqa-encoder-bench [--max_tokens=32768] [--threads=N] [--layers=12]
+// Usage: longqa-encoder-bench [--max_tokens=32768] [--threads=N] [--layers=12] [--device=cuda]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -28,14 +28,24 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-double GemmGflops() {
-  const at::Tensor a = at::randn({2048, 2048});
-  const at::Tensor b = at::randn({2048, 2048});
-  at::matmul(a, b);  // warm-up
+// Waits for the device (a GPU runs asynchronously) by reading one value back.
+void Sync(const at::Tensor& t) { t.sum().item<float>(); }
+
+double GemmGflops(const at::Device& device) {
+  const at::Tensor a = at::randn({2048, 2048}).to(device);
+  const at::Tensor b = at::randn({2048, 2048}).to(device);
+  Sync(at::matmul(a, b));  // warm-up
   const auto start = Clock::now();
-  const int reps = 5;
-  for (int i = 0; i < reps; ++i) at::matmul(a, b);
+  const int reps = device.is_cuda() ? 50 : 5;
+  at::Tensor c;
+  for (int i = 0; i < reps; ++i) c = at::matmul(a, b);
+  Sync(c);
   return reps * 2.0 * 2048.0 * 2048.0 * 2048.0 / Seconds(start) / 1e9;
+}
+
+longqa::TensorMap OnDevice(longqa::TensorMap weights, const at::Device& device) {
+  for (auto& [name, t] : weights) t = t.to(device);
+  return weights;
 }
 
 // Dense FLOPs of the layers actually run: projections + FFN per row, attention per row pair.
@@ -57,6 +67,7 @@ int main(int argc, char** argv) {
   int64_t max_tokens = 32768;
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   int num_layers = 12;
+  std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--max_tokens=", 13) == 0)
       max_tokens = std::atoll(argv[i] + 13);
@@ -71,8 +82,10 @@ int main(int argc, char** argv) {
   }
   at::set_num_threads(threads);
   at::InferenceMode guard;
-  const double gemm = GemmGflops();
-  std::printf("threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s\n\n", threads, gemm);
+  const at::Device device(device_name);
+  const double gemm = GemmGflops(device);
+  std::printf("device=%s threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s\n\n", device.str().c_str(),
+              threads, gemm);
   std::printf("%-16s %8s %8s %10s %12s %10s %8s\n", "model", "tokens", "windows", "seconds",
               "tokens/s", "GFLOP/s", "of GEMM");
 
@@ -87,16 +100,16 @@ int main(int argc, char** argv) {
         /*vocab_size=*/8000, /*hidden_size=*/768, /*num_heads=*/12, /*intermediate_size=*/3072,
         layers, /*window_tokens=*/256, /*stride_tokens=*/224, /*clusters_per_layer=*/64,
         /*max_question_tokens=*/30);
-    const longqa::TensorMap weights = longqa::RandomWeights(config, 1);
+    const longqa::TensorMap weights = OnDevice(longqa::RandomWeights(config, 1), device);
     const longqa::ClusterFormerEncoder encoder(config, weights);
     for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
       longqa::WindowInput input;
       input.question.assign(20, 7);
       for (int64_t t = 0; t < tokens; ++t) input.context.push_back(5 + t % 7000);
       const longqa::WindowPlan plan = longqa::PlanWindows({input}, 256, 224, 1);
-      if (tokens == 1024) encoder.Forward(plan, at::kCPU);  // warm-up
+      if (tokens == 1024) Sync(encoder.Forward(plan, device));  // warm-up
       const auto start = Clock::now();
-      encoder.Forward(plan, at::kCPU);
+      Sync(encoder.Forward(plan, device));
       const double s = Seconds(start);
       const double gflops = EncoderFlops(config, plan) / s / 1e9;
       std::printf("%-16s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", name.c_str(),
@@ -110,7 +123,7 @@ int main(int argc, char** argv) {
   etc.architecture = longqa::Architecture::kEtc;
   etc.etc.radius = 84;
   etc.etc.relative_clip = 12;
-  const longqa::TensorMap etc_weights = longqa::RandomWeights(etc, 1);
+  const longqa::TensorMap etc_weights = OnDevice(longqa::RandomWeights(etc, 1), device);
   const longqa::EtcEncoder etc_encoder(etc, etc_weights);
   for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
     std::vector<int32_t> ids(tokens);
@@ -121,9 +134,9 @@ int main(int argc, char** argv) {
     }
     const longqa::EtcInput input =
         longqa::MakeEtcInput(etc, std::vector<int32_t>(20, 7), ids, paragraph, (tokens + 63) / 64);
-    if (tokens == 1024) etc_encoder.Forward({input}, at::kCPU);  // warm-up
+    if (tokens == 1024) Sync(etc_encoder.Forward({input}, device).long_states);  // warm-up
     const auto start = Clock::now();
-    etc_encoder.Forward({input}, at::kCPU);
+    Sync(etc_encoder.Forward({input}, device).long_states);
     const double s = Seconds(start);
     // Dense rows: long + global; attention: l2l over 3(r+1) keys plus all globals, globals over
     // all.

@@ -1,0 +1,46 @@
+// Built only in CUDA builds (tests/gpu/run.sh): the whole model on the GPU answers like the CPU.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "model/engine.h"
+#include "model/random_model.h"
+
+namespace longqa {
+namespace {
+
+void ExpectSameAnswers(const std::string& architecture, const std::string& layers) {
+  ASSERT_TRUE(at::hasCUDA()) << "this test needs a CUDA device";
+  RandomModelSpec spec;
+  spec.architecture = architecture;
+  spec.layers = layers;
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("longqa_gpu_" + architecture + std::to_string(getpid())))
+                              .string();
+  ASSERT_TRUE(WriteRandomModel(spec, dir).ok());
+  auto cpu = Engine::LoadFromDir(dir, {2, "cpu"});
+  auto gpu = Engine::LoadFromDir(dir, {2, "cuda"});
+  ASSERT_TRUE(cpu.ok() && gpu.ok()) << gpu.status().message();
+  for (int i = 0; i < 3; ++i) {
+    QaRequest r;
+    r.question = "kalo ruso";
+    for (int p = 0; p < 3 + 4 * i; ++p)
+      r.text += (p ? "\n\n" : "") + std::string(40 + 30 * i, 'a' + p % 20);
+    r.options.n_best = 3;
+    const auto a = (*cpu)->Answer(r), b = (*gpu)->Answer(r);
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
+    EXPECT_EQ(a->type, b->type);
+    EXPECT_EQ(a->long_answer.paragraph_index, b->long_answer.paragraph_index);
+    EXPECT_NEAR(a->no_answer_score, b->no_answer_score, 1e-3);
+    EXPECT_NEAR(a->long_answer.score, b->long_answer.score, 1e-3);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GpuEngineTest, ClusterFormerOnCudaMatchesCpu) { ExpectSameAnswers("cluster_former", "SSCS"); }
+TEST(GpuEngineTest, EtcOnCudaMatchesCpu) { ExpectSameAnswers("etc", "EE"); }
+
+}  // namespace
+}  // namespace longqa
