@@ -23,7 +23,7 @@ class LongqaServer {
   ~LongqaServer();
 
   int grpc_port() const { return grpc_port_; }
-  int metrics_port() const { return metrics_ ? metrics_endpoint_->port() : 0; }
+  int metrics_port() const { return metrics_endpoint_ ? metrics_endpoint_->port() : 0; }
 
   // Health NOT_SERVING, new requests UNAVAILABLE, queued and in-flight requests finish (up to the
   // drain timeout), then the gRPC server and the metrics endpoint stop. Returns false when the

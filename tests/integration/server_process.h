@@ -19,12 +19,12 @@ namespace longqa::testing_support {
 
 class ServerProcess {
  public:
-  // Starts the server with these flags (listen/metrics addresses are added) and waits up to
-  // 120 s for it to serve. Check ok() / log() afterwards.
+  // Starts the server with these flags (loopback listen/metrics addresses by default) and waits up
+  // to 120 s for it to serve. Check ok() / log() afterwards.
   explicit ServerProcess(std::vector<std::string> flags) {
-    flags.insert(flags.begin(), LONGQA_SERVER_BIN);
-    flags.push_back("--listen=127.0.0.1:0");
-    flags.push_back("--metrics_listen=127.0.0.1:0");
+    // Defaults first: a caller's own --listen / --metrics_listen come later and win.
+    flags.insert(flags.begin(),
+                 {LONGQA_SERVER_BIN, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0"});
     int pipe_fds[2];
     if (pipe(pipe_fds) != 0) return;
     pid_ = fork();

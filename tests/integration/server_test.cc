@@ -292,6 +292,25 @@ TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
   EXPECT_GT(Sample(page, "longqa_process_resident_memory_bytes"), 1e6);
 }
 
+TEST(ServerOptionsTest, MetricsEndpointCanBeTurnedOff) {
+  // An empty --metrics_listen overrides the helper's default address: no endpoint at all.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--metrics_listen="});
+  ASSERT_TRUE(server.ok()) << server.log();
+  EXPECT_EQ(server.metrics_port(), 0);
+  v1::AnswerResponse r;
+  EXPECT_TRUE(Call(*Stub(server.address()), Request("kalo", "text"), &r).ok());
+}
+
+TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
+  ServerProcess bad_batch({"--model_dir=" + ModelDir(), "--max_batch_tokens=0"});
+  EXPECT_FALSE(bad_batch.ok());
+  EXPECT_NE(bad_batch.log().find("--max_batch_tokens must be positive"), std::string::npos)
+      << bad_batch.log();
+  ServerProcess no_model({"--model_dir=/nonexistent"});
+  EXPECT_FALSE(no_model.ok());
+  EXPECT_NE(no_model.log().find("/nonexistent"), std::string::npos) << no_model.log();
+}
+
 TEST(ServerLimitsTest, FullQueueIsRefusedAtOnce) {
   ServerProcess server({"--model_dir=" + ModelDir(), "--threads=1", "--max_batch_tokens=400",
                         "--max_queue_tokens=800", "--max_batch_delay_ms=0"});
