@@ -1,6 +1,17 @@
 #include "client/args.h"
 
+#include <fstream>
+#include <sstream>
+
 namespace longqa::cli {
+
+std::string ReadFileOrThrow(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read " + flag + " " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 Args::Args(int argc, char** argv, int first, const std::set<std::string>& known,
            const std::set<std::string>& booleans) {

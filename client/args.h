@@ -14,6 +14,9 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The whole file; a UsageError naming `flag` when it cannot be read.
+std::string ReadFileOrThrow(const std::string& path, const std::string& flag);
+
 class Args {
  public:
   // Parses argv[first..]; `known` lists the flags the command takes; `booleans` those without a

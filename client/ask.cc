@@ -45,11 +45,7 @@ int RunAsk(int argc, char** argv) {
   if (!args.Has("question")) throw UsageError("ask needs --question");
   std::string text;
   if (args.Has("file") && args.Get("file") != "-") {
-    std::ifstream in(args.Get("file"), std::ios::binary);
-    if (!in) throw UsageError("cannot read --file " + args.Get("file"));
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
+    text = ReadFileOrThrow(args.Get("file"), "--file");
   } else {
     std::stringstream s;
     s << std::cin.rdbuf();
@@ -83,8 +79,8 @@ int RunAsk(int argc, char** argv) {
   const float p = r.answer_type_probabilities_size() > r.answer_type()
                       ? r.answer_type_probabilities(r.answer_type())
                       : 0;
-  std::printf("answer: %s (p=%.2f, no-answer score %.2f)\n", AnswerTypeName(r.answer_type()).c_str(),
-              p, r.no_answer_score());
+  std::printf("answer: %s (p=%.2f, no-answer score %.2f)\n",
+              AnswerTypeName(r.answer_type()).c_str(), p, r.no_answer_score());
   if (r.has_long_answer()) {
     const auto& l = r.long_answer();
     std::printf("long answer: paragraph %u, bytes %llu-%llu, score %.2f\n  %s\n",
@@ -103,11 +99,12 @@ int RunAsk(int argc, char** argv) {
   }
   if (r.question_truncated()) std::printf("note: the server truncated the question\n");
   const auto& t = r.timing();
-  std::printf("usage: %u document tokens, %u windows; timing: queue %.1f ms, tokenize %.1f ms, "
-              "inference %.1f ms, decode %.1f ms, total %.1f ms (batch of %u)\n",
-              r.usage().document_tokens(), r.usage().windows(), 1e3 * t.queue_seconds(),
-              1e3 * t.tokenize_seconds(), 1e3 * t.inference_seconds(), 1e3 * t.decode_seconds(),
-              1e3 * t.total_seconds(), t.batch_requests());
+  std::printf(
+      "usage: %u document tokens, %u windows; timing: queue %.1f ms, tokenize %.1f ms, "
+      "inference %.1f ms, decode %.1f ms, total %.1f ms (batch of %u)\n",
+      r.usage().document_tokens(), r.usage().windows(), 1e3 * t.queue_seconds(),
+      1e3 * t.tokenize_seconds(), 1e3 * t.inference_seconds(), 1e3 * t.decode_seconds(),
+      1e3 * t.total_seconds(), t.batch_requests());
   return kExitOk;
 }
 

@@ -12,18 +12,8 @@
 namespace longqa::cli {
 
 std::vector<v1::AnswerRequest> ReadRequests(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read --input " + path);
   std::vector<v1::AnswerRequest> requests;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError("input line " + std::to_string(n) + ": not JSON: " + e.what());
-    }
+  for (const auto& [n, j] : ReadJsonLines(path, "--input")) {
     requests.push_back(RequestFromJson(j, n));
     if (requests.back().request_id().empty()) requests.back().set_request_id(std::to_string(n));
   }
@@ -34,7 +24,8 @@ int RunBatch(int argc, char** argv) {
   std::set<std::string> known = ConnectionFlags();
   known.insert({"input", "output", "concurrency", "max_attempts"});
   const Args args(argc, argv, 2, known, {"no_progress"});
-  if (!args.Has("input") || !args.Has("output")) throw UsageError("batch needs --input and --output");
+  if (!args.Has("input") || !args.Has("output"))
+    throw UsageError("batch needs --input and --output");
   const std::vector<v1::AnswerRequest> requests = ReadRequests(args.Get("input"));
   const Connection connection(args);
   RunnerOptions options;
@@ -61,8 +52,9 @@ int RunBatch(int argc, char** argv) {
       ++errors[std::to_string(r.status.error_code())];
       connection_failed |= r.status.error_code() == grpc::StatusCode::UNAVAILABLE;
       out << nlohmann::json{{"id", requests[i].request_id()},
-                            {"error", {{"code", r.status.error_code()},
-                                       {"message", r.status.error_message()}}}}
+                            {"error",
+                             {{"code", r.status.error_code()},
+                              {"message", r.status.error_message()}}}}
                  .dump()
           << "\n";
     }
@@ -70,7 +62,8 @@ int RunBatch(int argc, char** argv) {
   std::fprintf(stderr, "batch: %lld answered, %zu failed, %lld retried, in %.1f s (%.1f req/s)\n",
                static_cast<long long>(ok), results.size() - ok, static_cast<long long>(retried),
                seconds, seconds > 0 ? results.size() / seconds : 0.0);
-  for (const auto& [code, count] : errors) std::fprintf(stderr, "  code %s: %d\n", code.c_str(), count);
+  for (const auto& [code, count] : errors)
+    std::fprintf(stderr, "  code %s: %d\n", code.c_str(), count);
   if (ok == static_cast<int64_t>(results.size())) return kExitOk;
   return connection_failed && ok == 0 ? kExitConnection : kExitServer;
 }

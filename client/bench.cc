@@ -28,8 +28,9 @@ struct Sample {
 };
 
 std::string GeneratedDocument(int64_t words) {
-  static const char* kWords[] = {"the", "river", "city", "was", "founded", "in", "year", "by",
-                                 "people", "of", "a", "mountain", "near", "old", "bridge", "north"};
+  static const char* kWords[] = {"the",  "river", "city",   "was",  "founded", "in",
+                                 "year", "by",    "people", "of",   "a",       "mountain",
+                                 "near", "old",   "bridge", "north"};
   std::string text;
   for (int64_t w = 0; w < words; ++w) {
     text += kWords[(w * 7 + w / 13) % 16];
@@ -49,8 +50,8 @@ double Percentile(std::vector<double> v, double q) {
 
 int RunBench(int argc, char** argv) {
   std::set<std::string> known = ConnectionFlags();
-  known.insert({"concurrency", "rate", "duration_s", "requests", "file", "question", "doc_words",
-                "csv"});
+  known.insert(
+      {"concurrency", "rate", "duration_s", "requests", "file", "question", "doc_words", "csv"});
   const Args args(argc, argv, 2, known, {});
   const int concurrency = static_cast<int>(args.GetInt("concurrency", 1));
   const double rate = args.GetDouble("rate", 0);
@@ -61,11 +62,7 @@ int RunBench(int argc, char** argv) {
   }
   std::string text;
   if (args.Has("file")) {
-    std::ifstream in(args.Get("file"), std::ios::binary);
-    if (!in) throw UsageError("cannot read --file " + args.Get("file"));
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
+    text = ReadFileOrThrow(args.Get("file"), "--file");
   } else {
     text = GeneratedDocument(args.GetInt("doc_words", 2000));
   }
@@ -131,10 +128,10 @@ int RunBench(int argc, char** argv) {
   std::printf("latency ms: p50 %.1f  p90 %.1f  p99 %.1f\n", 1e3 * Percentile(latencies, 0.5),
               1e3 * Percentile(latencies, 0.9), 1e3 * Percentile(latencies, 0.99));
   if (ok > 0) {
-    std::printf("server ms (mean): queue %.1f  tokenize %.1f  inference %.1f  decode %.2f  "
-                "batch size %.2f\n",
-                1e3 * queue / ok, 1e3 * tokenize / ok, 1e3 * inference / ok, 1e3 * decode / ok,
-                batch / ok);
+    std::printf(
+        "server ms (mean): queue %.1f  tokenize %.1f  inference %.1f  decode %.2f  "
+        "batch size %.2f\n",
+        1e3 * queue / ok, 1e3 * tokenize / ok, 1e3 * inference / ok, 1e3 * decode / ok, batch / ok);
   }
   for (const auto& [code, count] : codes) {
     std::printf("  code %d: %lld\n", code, static_cast<long long>(count));
@@ -151,7 +148,7 @@ int RunBench(int argc, char** argv) {
   }
   if (ok == static_cast<double>(samples.size())) return kExitOk;
   return codes.count(static_cast<int>(grpc::StatusCode::UNAVAILABLE)) && ok == 0 ? kExitConnection
-                                                                                  : kExitServer;
+                                                                                 : kExitServer;
 }
 
 }  // namespace longqa::cli

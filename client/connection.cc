@@ -1,31 +1,16 @@
 #include "client/connection.h"
 
-#include <fstream>
-#include <sstream>
-
 namespace longqa::cli {
-namespace {
-
-std::string ReadFile(const std::string& path, const std::string& flag) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read " + flag + " file " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 const std::set<std::string>& ConnectionFlags() {
-  static const std::set<std::string> flags = {"target",   "tls_ca",     "tls_cert",
-                                              "tls_key",  "token_file", "timeout_s"};
+  static const std::set<std::string> flags = {"target",  "tls_ca",     "tls_cert",
+                                              "tls_key", "token_file", "timeout_s"};
   return flags;
 }
 
 Connection::Connection(const Args& args)
     : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetInt("timeout_s", 60)) {
   if (args.Has("token_file")) {
-    token_ = ReadFile(args.Get("token_file"), "--token_file");
+    token_ = ReadFileOrThrow(args.Get("token_file"), "--token_file");
     while (!token_.empty() && std::isspace(static_cast<unsigned char>(token_.back()))) {
       token_.pop_back();
     }
@@ -33,13 +18,13 @@ Connection::Connection(const Args& args)
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (args.Has("tls_ca") || args.Has("tls_cert")) {
     grpc::SslCredentialsOptions ssl;
-    if (args.Has("tls_ca")) ssl.pem_root_certs = ReadFile(args.Get("tls_ca"), "--tls_ca");
+    if (args.Has("tls_ca")) ssl.pem_root_certs = ReadFileOrThrow(args.Get("tls_ca"), "--tls_ca");
     if (args.Has("tls_cert") != args.Has("tls_key")) {
       throw UsageError("--tls_cert and --tls_key go together");
     }
     if (args.Has("tls_cert")) {
-      ssl.pem_cert_chain = ReadFile(args.Get("tls_cert"), "--tls_cert");
-      ssl.pem_private_key = ReadFile(args.Get("tls_key"), "--tls_key");
+      ssl.pem_cert_chain = ReadFileOrThrow(args.Get("tls_cert"), "--tls_cert");
+      ssl.pem_private_key = ReadFileOrThrow(args.Get("tls_key"), "--tls_key");
     }
     creds = grpc::SslCredentials(ssl);
   }

@@ -43,16 +43,10 @@ int RunEval(int argc, char** argv) {
   known.insert({"gold", "output", "concurrency", "max_attempts"});
   const Args args(argc, argv, 2, known, {"no_progress"});
   if (!args.Has("gold")) throw UsageError("eval needs --gold");
-  std::ifstream in(args.Get("gold"));
-  if (!in) throw UsageError("cannot read --gold " + args.Get("gold"));
   std::vector<NqGold> gold;
   std::vector<v1::AnswerRequest> requests;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
+  for (const auto& [n, j] : ReadJsonLines(args.Get("gold"), "--gold")) {
     try {
-      j = nlohmann::json::parse(line);
       NqGold g;
       g.example_id = j.at("example_id").is_string() ? j["example_id"].get<std::string>()
                                                     : j["example_id"].dump();
@@ -63,7 +57,7 @@ int RunEval(int argc, char** argv) {
       g.yes_no = j.value("yes_no_answer", std::string("NONE"));
       gold.push_back(g);
     } catch (const nlohmann::json::exception& e) {
-      throw UsageError("gold line " + std::to_string(n) + ": " + e.what());
+      throw UsageError("--gold line " + std::to_string(n) + ": " + e.what());
     }
     requests.push_back(RequestFromJson(j, n));
     requests.back().set_request_id(gold.back().example_id);
@@ -86,7 +80,8 @@ int RunEval(int argc, char** argv) {
     if (!r.status.ok()) {
       ++failed;
       unreachable |= r.status.error_code() == grpc::StatusCode::UNAVAILABLE;
-      std::fprintf(stderr, "eval: %s: %s\n", p.example_id.c_str(), r.status.error_message().c_str());
+      std::fprintf(stderr, "eval: %s: %s\n", p.example_id.c_str(),
+                   r.status.error_message().c_str());
     } else {
       const v1::AnswerResponse& a = r.response;
       // A probability, comparable across examples (logits are not): 1 - P(no answer).
@@ -129,7 +124,7 @@ int RunEval(int argc, char** argv) {
   PrintScores("short", s.short_all, s.short_best);
   if (failed == 0) return kExitOk;
   return unreachable && failed == static_cast<int64_t>(results.size()) ? kExitConnection
-                                                                         : kExitServer;
+                                                                       : kExitServer;
 }
 
 }  // namespace longqa::cli

@@ -4,9 +4,26 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace longqa::cli {
+
+std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(const std::string& path,
+                                                              const std::string& flag) {
+  std::istringstream in(ReadFileOrThrow(path, flag));
+  std::vector<std::pair<int64_t, nlohmann::json>> lines;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      lines.emplace_back(n, nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(flag + " line " + std::to_string(n) + ": not JSON: " + e.what());
+    }
+  }
+  return lines;
+}
 
 v1::AnswerRequest RequestFromJson(const nlohmann::json& line, int64_t line_number) {
   auto bad = [line_number](const std::string& why) {

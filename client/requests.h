@@ -4,15 +4,19 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "client/connection.h"
 #include "longqa/v1/qa.grpc.pb.h"
 
 namespace longqa::cli {
+
+// The JSON objects of a JSONL file with their line numbers (blank lines skipped); a UsageError
+// naming the line on bad JSON.
+std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(const std::string& path,
+                                                              const std::string& flag);
 
 // A batch/eval input line: {"id", "question", "document": text} or {"paragraphs": [...]}.
 // Throws UsageError naming the line on a malformed one.
@@ -29,8 +33,8 @@ struct RunResult {
 
 struct RunnerOptions {
   int concurrency = 4;
-  int max_attempts = 5;      // retries on UNAVAILABLE / RESOURCE_EXHAUSTED, exponential backoff
-  bool progress = false;     // a progress bar on stderr
+  int max_attempts = 5;   // retries on UNAVAILABLE / RESOURCE_EXHAUSTED, exponential backoff
+  bool progress = false;  // a progress bar on stderr
 };
 
 // Answers every request; results are in input order.

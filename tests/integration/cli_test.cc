@@ -15,6 +15,7 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_models.h"
 #include "tests/integration/test_pki.h"
 
 namespace longqa {
@@ -24,24 +25,14 @@ using testing_support::ServerProcess;
 namespace fs = std::filesystem;
 
 fs::path Dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("longqa_cli_test_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = testing_support::ProcessTempDir("longqa_cli_test_");
   return dir;
 }
 
 // A random model whose answer-type head always says SHORT, so every answer has spans.
 const std::string& ModelDir() {
   static const std::string dir = [] {
-    RandomModelSpec spec;
-    spec.hidden_size = 32;
-    spec.num_heads = 2;
-    spec.intermediate_size = 64;
-    spec.window_tokens = 32;
-    spec.stride_tokens = 24;
-    spec.vocab_size = 300;
+    const RandomModelSpec spec = testing_support::SmallModelSpec();
     const std::string d = (Dir() / "model").string();
     if (!WriteRandomModel(spec, d).ok()) throw std::runtime_error("random model");
     auto config = LoadModelConfig(d + "/config.json");

@@ -18,6 +18,7 @@
 #include "model/engine.h"
 #include "model/random_model.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_models.h"
 #include "tests/integration/test_pki.h"
 
 namespace longqa {
@@ -27,25 +28,13 @@ using testing_support::ServerProcess;
 namespace fs = std::filesystem;
 
 fs::path TempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("longqa_server_test_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = testing_support::ProcessTempDir("longqa_server_test_");
   return dir;
 }
 
 const std::string& ModelDir() {
   static const std::string dir = [] {
-    RandomModelSpec spec;
-    spec.layers = "SSCS";
-    spec.hidden_size = 32;
-    spec.num_heads = 2;
-    spec.intermediate_size = 64;
-    spec.window_tokens = 32;
-    spec.stride_tokens = 24;
-    spec.clusters = 4;
-    spec.vocab_size = 300;
+    const RandomModelSpec spec = testing_support::SmallModelSpec();
     const std::string d = (TempDir() / "model").string();
     const absl::Status s = WriteRandomModel(spec, d);
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));
