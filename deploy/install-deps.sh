@@ -16,7 +16,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3 python3-venv clang-format
+  prometheus python3 python3-venv clang-format openssl
 )
 
 missing=()
