@@ -1,0 +1,55 @@
+"""tools/make_dataset.py: deterministic for a seed, splits disjoint, every gold span correct."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "make_dataset.py")
+
+
+def generate(out, seed):
+    subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "30",
+                    "--dev", "10", "--test", "10", "--min_tokens", "500", "--max_tokens", "3000"],
+                   check=True)
+    return {split: [json.loads(l) for l in open(out / f"{split}.jsonl")]
+            for split in ("train", "dev", "test")}
+
+
+def test_deterministic_and_seed_dependent(tmp_path):
+    a = generate(tmp_path / "a", 1)
+    b = generate(tmp_path / "b", 1)
+    c = generate(tmp_path / "c", 2)
+    assert a == b
+    assert a["dev"] != c["dev"]
+    assert (tmp_path / "a" / "corpus.txt").read_text() == (tmp_path / "b" / "corpus.txt").read_text()
+
+
+def test_gold_spans_point_at_the_answer(tmp_path):
+    data = generate(tmp_path / "d", 3)
+    kinds = set()
+    for split, examples in data.items():
+        for e in examples:
+            kinds.add(e["kind"])
+            text = "\n\n".join(e["paragraphs"]).encode()
+            assert all("\n\n" not in p for p in e["paragraphs"])
+            if e["kind"] == "unanswerable":
+                assert e["long_answer"] is None and e["short_answers"] == []
+                continue
+            la = e["long_answer"]
+            paragraph = text[la["start_byte"]:la["end_byte"]].decode()
+            assert paragraph in e["paragraphs"], e["example_id"]
+            if e["kind"] == "yes_no":
+                assert e["yes_no_answer"] in ("YES", "NO") and e["short_answers"] == []
+                continue
+            (sa,) = e["short_answers"]
+            assert la["start_byte"] <= sa["start_byte"] < sa["end_byte"] <= la["end_byte"]
+            answer = text[sa["start_byte"]:sa["end_byte"]].decode()
+            assert answer and answer.strip() == answer
+            if e["kind"] == "two_hop":
+                assert "is a city in" in paragraph
+    assert kinds == {"one_hop", "two_hop", "yes_no", "unanswerable"}
+    ids = [e["example_id"] for examples in data.values() for e in examples]
+    assert len(ids) == len(set(ids))
+    train_docs = {tuple(e["paragraphs"]) for e in data["train"]}
+    assert not any(tuple(e["paragraphs"]) in train_docs for e in data["test"])
