@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "client/commands.h"
 #include "client/connection.h"
@@ -40,12 +41,20 @@ void PrintScores(const char* name, const PrecisionRecall& all, const PrecisionRe
 
 int RunEval(int argc, char** argv) {
   std::set<std::string> known = ConnectionFlags();
-  known.insert({"gold", "output", "concurrency", "max_attempts"});
+  known.insert({"gold", "output", "concurrency", "max_attempts", "group_by"});
   const Args args(argc, argv, 2, known, {"no_progress"});
   if (!args.Has("gold")) throw UsageError("eval needs --gold");
   std::vector<NqGold> gold;
   std::vector<v1::AnswerRequest> requests;
+  std::vector<std::string> groups;  // the --group_by field of every example
+  const std::string group_by = args.Get("group_by");
   for (const auto& [n, j] : ReadJsonLines(args.Get("gold"), "--gold")) {
+    if (!group_by.empty()) {
+      groups.push_back(
+          j.contains(group_by)
+              ? (j[group_by].is_string() ? j[group_by].get<std::string>() : j[group_by].dump())
+              : "(none)");
+    }
     try {
       NqGold g;
       g.example_id = j.at("example_id").is_string() ? j["example_id"].get<std::string>()
@@ -122,6 +131,21 @@ int RunEval(int argc, char** argv) {
               static_cast<long long>(s.gold_short), static_cast<long long>(failed));
   PrintScores("long", s.long_all, s.long_best);
   PrintScores("short", s.short_all, s.short_best);
+  if (!group_by.empty()) {
+    std::map<std::string, std::pair<std::vector<NqGold>, std::vector<NqPrediction>>> by_group;
+    for (size_t i = 0; i < gold.size(); ++i) {
+      by_group[groups[i]].first.push_back(gold[i]);
+      by_group[groups[i]].second.push_back(predictions[i]);
+    }
+    for (const auto& [group, pair] : by_group) {
+      const NqScores g = ScoreNq(pair.first, pair.second);
+      std::printf("\n%s=%s: %lld examples (gold long %lld, gold short %lld)\n", group_by.c_str(),
+                  group.c_str(), static_cast<long long>(g.examples),
+                  static_cast<long long>(g.gold_long), static_cast<long long>(g.gold_short));
+      PrintScores("long", g.long_all, g.long_best);
+      PrintScores("short", g.short_all, g.short_best);
+    }
+  }
   if (failed == 0) return kExitOk;
   return unreachable && failed == static_cast<int64_t>(results.size()) ? kExitConnection
                                                                        : kExitServer;

@@ -180,7 +180,8 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
     nlohmann::json g = {{"example_id", "e" + std::to_string(i)},
                         {"question", "what gate"},
                         {"document", docs[i]},
-                        {"yes_no_answer", "NONE"}};
+                        {"yes_no_answer", "NONE"},
+                        {"kind", i < 3 ? "easy" : "hard"}};
     g["long_answer"] = long_answer;
     g["short_answers"] = nlohmann::json::array({short_answer});
     if (i == 2) g["short_answers"][0]["end_byte"] = short_answer["end_byte"].get<int>() + 1;
@@ -192,8 +193,8 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
     gold += g.dump() + "\n";
   }
   const std::string predictions = (Dir() / "predictions.json").string();
-  const CliRun run =
-      Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) + " --output=" + predictions);
+  const CliRun run = Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) +
+                         " --group_by=kind --output=" + predictions);
   ASSERT_EQ(run.code, 0) << run.out;
   // By hand. Long: 5 predictions, correct 0,1,2 → P 3/5 = 0.6; 4 gold → R 0.75; F1 0.6667.
   // Short: 5 predictions, correct 0,1,3 → P 0.6; gold 0,1,2,3 → R 0.75; F1 0.6667.
@@ -201,6 +202,17 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
             std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("short  all predictions:  P 0.6000  R 0.7500  F1 0.6667"),
+            std::string::npos)
+      << run.out;
+  // Per group: "easy" = examples 0-2: long 3 of 3 correct (short 2 of 3); "hard" = 3 and 4:
+  // long 0 correct of 2 predictions, 1 gold → P 0, R 0; short 1 correct (3) of 2, 1 gold → P .5,
+  // R 1.
+  EXPECT_NE(run.out.find("kind=easy: 3 examples (gold long 3, gold short 3)\n"
+                         "long   all predictions:  P 1.0000  R 1.0000  F1 1.0000"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("kind=hard: 2 examples (gold long 1, gold short 1)"), std::string::npos);
+  EXPECT_NE(run.out.find("short  all predictions:  P 0.5000  R 1.0000  F1 0.6667"),
             std::string::npos)
       << run.out;
   std::ifstream p(predictions);
