@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   int num_layers = 12;
   std::string device_name = "cpu";
   std::string models = "sliding,cluster,etc";
+  int64_t batch = 1;  // the tokens of a row are split over this many requests run as one batch
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--max_tokens=", 13) == 0)
       max_tokens = std::atoll(argv[i] + 13);
@@ -81,10 +82,12 @@ int main(int argc, char** argv) {
       device_name = argv[i] + 9;
     else if (std::strncmp(argv[i], "--models=", 9) == 0)
       models = argv[i] + 9;
+    else if (std::strncmp(argv[i], "--batch=", 8) == 0)
+      batch = std::max<int64_t>(1, std::atoll(argv[i] + 8));
     else {
       std::fprintf(stderr,
                    "usage: %s [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-                   "[--models=sliding,cluster,etc]\n",
+                   "[--models=sliding,cluster,etc] [--batch=N]\n",
                    argv[0]);
       return 2;
     }
@@ -113,10 +116,12 @@ int main(int argc, char** argv) {
     const longqa::TensorMap weights = OnDevice(longqa::RandomWeights(config, 1), device);
     const longqa::ClusterFormerEncoder encoder(config, weights);
     for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
-      longqa::WindowInput input;
-      input.question.assign(20, 7);
-      for (int64_t t = 0; t < tokens; ++t) input.context.push_back(5 + t % 7000);
-      const longqa::WindowPlan plan = longqa::PlanWindows({input}, 256, 224, 1);
+      std::vector<longqa::WindowInput> inputs(batch);
+      for (int64_t r = 0; r < batch; ++r) {
+        inputs[r].question.assign(20, 7);
+        for (int64_t t = 0; t < tokens / batch; ++t) inputs[r].context.push_back(5 + t % 7000);
+      }
+      const longqa::WindowPlan plan = longqa::PlanWindows(inputs, 256, 224, 1);
       if (tokens == 1024) Sync(encoder.Forward(plan, device));  // warm-up
       const auto start = Clock::now();
       Sync(encoder.Forward(plan, device));
