@@ -40,15 +40,23 @@ int main(int argc, char** argv) {
     std::cerr << "longqa-server: " << server.status().message() << "\n";
     return 1;
   }
-  std::cerr << "longqa-server " << longqa::kVersion << ": serving " << options->model_dir
-            << " on port " << (*server)->grpc_port() << ", metrics on port "
-            << (*server)->metrics_port() << std::endl;
+  // --log_level: info lines (start-up, drain) only at "info"; errors always.
+  const bool info = options->log_level == "info";
+  if (info) {
+    std::cerr << "longqa-server " << longqa::kVersion << ": serving " << options->model_dir
+              << " on port " << (*server)->grpc_port() << ", metrics on port "
+              << (*server)->metrics_port() << std::endl;
+  }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  std::cerr << "longqa-server: signal " << signal_number << ", draining (up to "
-            << options->drain_timeout_s << " s)" << std::endl;
+  if (info) {
+    std::cerr << "longqa-server: signal " << signal_number << ", draining (up to "
+              << options->drain_timeout_s << " s)" << std::endl;
+  }
   const bool drained = (*server)->Drain();
-  std::cerr << "longqa-server: " << (drained ? "drained, exiting" : "drain timed out, exiting")
-            << std::endl;
+  if (!drained || info) {
+    std::cerr << "longqa-server: " << (drained ? "drained, exiting" : "drain timed out, exiting")
+              << std::endl;
+  }
   return 0;
 }

@@ -31,7 +31,8 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "(health and metrics stay open)");
 ABSL_FLAG(int64_t, drain_timeout_s, 30,
           "On SIGTERM/SIGINT: seconds to finish queued and in-flight work before exiting");
-ABSL_FLAG(std::string, log_level, "info", "error, warning or info");
+ABSL_FLAG(std::string, log_level, "info",
+          "error, warning or info: at info the server reports start-up and drain on stderr");
 
 namespace longqa {
 

@@ -13,6 +13,7 @@
 #include "model/engine.h"
 #include "model/random_model.h"
 #include "model/safetensors.h"
+#include "tests/integration/test_models.h"
 
 namespace longqa {
 namespace {
@@ -46,13 +47,8 @@ std::string Corpus() {
 }
 
 std::string FreshModel(const std::string& name, int64_t clusters = 6) {
-  RandomModelSpec spec;
+  RandomModelSpec spec = testing_support::SmallModelSpec();
   spec.layers = "SCSC";
-  spec.hidden_size = 32;
-  spec.num_heads = 2;
-  spec.intermediate_size = 64;
-  spec.window_tokens = 32;
-  spec.stride_tokens = 24;
   spec.clusters = clusters;
   spec.vocab_size = 200;
   const std::string dir = (Dir() / name).string();
@@ -85,7 +81,8 @@ double MeanBestCosine(const std::string& model_dir, int64_t layer, const std::st
     return false;
   });
   const at::Tensor c = weights->at(LayerScope(layer) + ".centroids");
-  const at::Tensor cos = at::matmul(states / states.norm(2, {1}, true), (c / c.norm(2, {1}, true)).t());
+  const at::Tensor cos =
+      at::matmul(states / states.norm(2, {1}, true), (c / c.norm(2, {1}, true)).t());
   return std::get<0>(cos.max(1)).mean().item<double>();
 }
 
