@@ -101,11 +101,9 @@ std::pair<at::Tensor, at::Tensor> Engine::EncodeClusterFormer(
   // Answer type from the mean of each request's window CLS rows (an overlap_merge over them).
   const at::Tensor cls =
       kernels::GatherRows(hbar, at::tensor(plan.cls_rows, at::kLong).to(device_));
-  std::vector<int64_t> windows(plan.num_windows);
-  for (int64_t w = 0; w < plan.num_windows; ++w) windows[w] = w;
-  const at::Tensor mean_cls =
-      kernels::OverlapMerge(cls, at::tensor(plan.windows_begin, at::kLong).to(device_),
-                            at::tensor(windows, at::kLong).to(device_));
+  const at::Tensor mean_cls = kernels::OverlapMerge(
+      cls, at::tensor(plan.windows_begin, at::kLong).to(device_),
+      at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device_)));
   return {kernels::GatherRows(hbar, at::tensor(plan.context_rows, at::kLong).to(device_)),
           mean_cls};
 }
@@ -152,7 +150,7 @@ std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedReque
       out[i].long_score.push_back(l[j]);
     }
     for (int64_t t = 0; t < kNumAnswerTypes; ++t) {
-      out[i].type_logits[t] = type_cpu[i][t].item<float>();
+      out[i].type_logits[t] = type_cpu.data_ptr<float>()[i * kNumAnswerTypes + t];
     }
   }
   return out;

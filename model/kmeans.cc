@@ -41,8 +41,9 @@ KMeansResult SphericalKMeans(const at::Tensor& points, const KMeansOptions& opti
   KMeansResult result;
   double previous = -2;
   const at::Tensor whole = at::tensor(std::vector<int64_t>{0, n}, at::kLong).to(x.device());
+  // Each iteration's assignment to the new centroids serves the next iteration's update.
+  result.assignment = kernels::ClusterAssign(x, centroids);
   for (result.iterations = 1; result.iterations <= options.max_iterations; ++result.iterations) {
-    result.assignment = kernels::ClusterAssign(x, centroids);
     // Update: the mean of each cluster's points (a CSR mean over the points sorted by cluster).
     const at::Tensor perm = kernels::StableCountingSort(result.assignment, whole, k);
     const at::Tensor counts = at::bincount(result.assignment, {}, k);

@@ -36,6 +36,12 @@ ABSL_FLAG(std::string, log_level, "info",
 
 namespace longqa {
 
+std::string ModelName(const std::string& model_dir) {
+  std::string name = model_dir;
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  return name.substr(name.find_last_of('/') + 1);
+}
+
 absl::Status ValidateServerOptions(const ServerOptions& o) {
   auto bad = [](const char* flag, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", why));

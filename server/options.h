@@ -31,6 +31,9 @@ struct ServerOptions {
   std::string log_level = "info";  // error, warning, info
 };
 
+// The served model's name: the last component of --model_dir ("models/demo/" → "demo").
+std::string ModelName(const std::string& model_dir);
+
 // Reads the flags (after absl::ParseCommandLine) and validates them.
 absl::StatusOr<ServerOptions> ServerOptionsFromFlags();
 absl::Status ValidateServerOptions(const ServerOptions& options);

@@ -63,9 +63,7 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
 
   s->metrics_ = std::make_unique<ServerMetrics>();
   const ModelConfig& c = s->engine_->config();
-  std::string name = options.model_dir;
-  while (!name.empty() && name.back() == '/') name.pop_back();
-  s->metrics_->SetModelInfo(name.substr(name.find_last_of('/') + 1),
+  s->metrics_->SetModelInfo(ModelName(options.model_dir),
                             c.architecture == Architecture::kEtc ? "etc" : "cluster_former",
                             s->engine_->device().str(), kVersion);
   BatcherOptions batcher_options;

@@ -259,9 +259,7 @@ grpc::ServerUnaryReactor* QaService::GetModelInfo(grpc::CallbackServerContext* c
   if (status.ok()) {
     const ModelConfig& c = engine_.config();
     info->set_architecture(c.architecture == Architecture::kEtc ? "etc" : "cluster_former");
-    std::string name = options_.model_dir;
-    while (!name.empty() && name.back() == '/') name.pop_back();
-    info->set_name(name.substr(name.find_last_of('/') + 1));
+    info->set_name(ModelName(options_.model_dir));
     info->set_device(engine_.device().str());
     info->set_hidden_size(static_cast<uint32_t>(c.hidden_size));
     info->set_num_layers(static_cast<uint32_t>(c.num_layers()));
