@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -67,12 +66,12 @@ absl::Status BuildCentroids(const std::string& model_dir, const std::string& cor
     MemoryBank bank(options.memory_rows);
     const int64_t total = static_cast<int64_t>(prepared.size());
     for (int64_t begin = 0; begin < total; begin += options.batch_examples) {
-      std::vector<WindowInput> inputs;
+      std::vector<QaModelInput> inputs;
       for (int64_t i = begin; i < std::min(total, begin + options.batch_examples); ++i) {
-        inputs.push_back({prepared[i].question_ids, prepared[i].document.ids});
+        inputs.push_back({&prepared[i].question_ids, &prepared[i].document});
       }
-      const WindowPlan plan =
-          PlanWindows(inputs, config.window_tokens, config.stride_tokens, config.special.pad);
+      const WindowPlan plan = PlanWindows(MakeWindowInputs(config, inputs), config.window_tokens,
+                                          config.stride_tokens, config.special.pad);
       encoder.Forward(plan, at::kCPU, [&](int64_t at_layer, const at::Tensor& hbar) {
         if (at_layer != layer) return true;
         bank.Add(hbar);
@@ -84,8 +83,8 @@ absl::Status BuildCentroids(const std::string& model_dir, const std::string& cor
     const at::Tensor rows = bank.Rows();
     if (rows.size(0) < clusters) {
       return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": the corpus gave ",
-                                                     rows.size(0), " hidden states for ",
-                                                     clusters, " centroids; use a larger corpus"));
+                                                     rows.size(0), " hidden states for ", clusters,
+                                                     " centroids; use a larger corpus"));
     }
     const KMeansResult result = SphericalKMeans(
         rows, {clusters, options.max_iterations, options.tolerance, options.seed + layer});

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "kernels/ops.h"
+#include "model/trainable_ops.h"
 
 namespace longqa {
 namespace {
@@ -38,7 +39,8 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
                                               : plan.slot_positions[s] + config_.position_offset;
   }
   at::Tensor windows = embeddings_.Forward(ToDevice(plan.slot_tokens, device).view({kt, t_len}),
-                                           ToDevice(positions, device).view({kt, t_len}));
+                                           ToDevice(positions, device).view({kt, t_len}),
+                                           ToDevice(plan.slot_match, device).view({kt, t_len}));
   const at::Tensor merge_offsets = ToDevice(plan.merge_offsets, device);
   const at::Tensor merge_sources = ToDevice(plan.merge_sources, device);
 
@@ -61,22 +63,22 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
   at::Tensor hbar;  // [R, d]: undefined until the first layer has merged the windows
   for (int64_t i = 0; i < config_.num_layers(); ++i) {
     if (config_.layers[i] == 'S') {
-      if (hbar.defined()) windows = kernels::GatherRows(hbar, window_index).view({kt, t_len, d});
+      if (hbar.defined()) windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
       windows = layers_[i].Forward(windows, window_valid);
-      hbar = kernels::OverlapMerge(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
+      hbar = OverlapMergeTrainable(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
       continue;
     }
     if (observer && !observer(i, hbar)) return hbar;
     const at::Tensor& centroids = centroids_[i];
-    const at::Tensor cluster_ids = kernels::ClusterAssign(hbar, centroids);
+    const at::Tensor cluster_ids = kernels::ClusterAssign(hbar.detach(), centroids);
     const at::Tensor perm = kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));
     at::Tensor chunk_index = at::full({chunk_plan.num_chunks * m}, -1, perm.options());
     chunk_index.index_put_({sorted_to_slot}, perm);
     const at::Tensor chunks = layers_[i].Forward(
-        kernels::GatherRows(hbar, chunk_index).view({chunk_plan.num_chunks, m, d}), chunk_valid);
+        GatherRowsTrainable(hbar, chunk_index).view({chunk_plan.num_chunks, m, d}), chunk_valid);
     at::Tensor back = at::empty({plan.num_rows}, perm.options());
     back.index_put_({perm}, sorted_to_slot);
-    hbar = kernels::GatherRows(chunks.view({chunk_plan.num_chunks * m, d}), back);
+    hbar = GatherRowsTrainable(chunks.view({chunk_plan.num_chunks * m, d}), back);
   }
   return hbar;
 }

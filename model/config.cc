@@ -143,6 +143,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "stride_tokens", &c.stride_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "num_clusters", &c.num_clusters, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   if (j.contains("special_tokens")) {
     const json& s = j["special_tokens"];
     LONGQA_RETURN_IF_ERROR(Read(s, "cls", &c.special.cls, true));
@@ -190,6 +191,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["stride_tokens"] = c.stride_tokens;
   j["num_clusters"] = c.num_clusters;
   j["max_question_tokens"] = c.max_question_tokens;
+  j["exact_match_feature"] = c.exact_match_feature;
   j["special_tokens"] = {{"cls", c.special.cls},
                          {"sep", c.special.sep},
                          {"pad", c.special.pad},

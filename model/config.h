@@ -41,6 +41,10 @@ struct ModelConfig {
   int64_t stride_tokens = 0;  // m
   std::vector<int64_t> num_clusters;  // one entry per C layer, in order
   int64_t max_question_tokens = 64;   // question tokens kept, without CLS/SEP
+  // DrQA-style exact-match input feature: a learned embedding (row 1 of
+  // embeddings.exact_match_embeddings) added to every document token whose piece also occurs in
+  // the question. Off in converted checkpoints; the demo model uses it.
+  bool exact_match_feature = false;
   SpecialTokens special;
   EtcConfig etc;
 

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/ops.h"
 #include "model/status_macros.h"
 
 namespace longqa {
@@ -57,11 +56,7 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
                std::unique_ptr<Tokenizer> tokenizer, const at::Device& device)
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
-  if (config_.architecture == Architecture::kEtc) {
-    etc_ = std::make_unique<EtcEncoder>(config_, weights_);
-  } else {
-    cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights_);
-  }
+  model_ = std::make_unique<QaModel>(config_, weights_);
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
@@ -90,67 +85,22 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
   return prepared;
 }
 
-std::pair<at::Tensor, at::Tensor> Engine::EncodeClusterFormer(
-    const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const {
-  std::vector<WindowInput> inputs;
-  for (const PreparedRequest* r : batch) inputs.push_back({r->question_ids, r->document.ids});
-  const WindowPlan plan =
-      PlanWindows(inputs, config_.window_tokens, config_.stride_tokens, config_.special.pad);
-  const at::Tensor hbar = cluster_former_->Forward(plan, device_);
-  *context_begin = plan.context_begin;
-  // Answer type from the mean of each request's window CLS rows (an overlap_merge over them).
-  const at::Tensor cls =
-      kernels::GatherRows(hbar, at::tensor(plan.cls_rows, at::kLong).to(device_));
-  const at::Tensor mean_cls = kernels::OverlapMerge(
-      cls, at::tensor(plan.windows_begin, at::kLong).to(device_),
-      at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device_)));
-  return {kernels::GatherRows(hbar, at::tensor(plan.context_rows, at::kLong).to(device_)),
-          mean_cls};
-}
-
-std::pair<at::Tensor, at::Tensor> Engine::EncodeEtc(
-    const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const {
-  std::vector<EtcInput> inputs;
-  for (const PreparedRequest* r : batch) {
-    const std::vector<int32_t> pieces(r->question_ids.begin() + 1, r->question_ids.end() - 1);
-    inputs.push_back(MakeEtcInput(config_, pieces, r->document.ids, r->document.token_paragraph,
-                                  static_cast<int64_t>(r->document.paragraph_bytes.size())));
-  }
-  const EtcOutput out = etc_->Forward(inputs, device_);
-  *context_begin = out.long_begin;
-  // Answer type from the global CLS token (the first global token of each request).
-  std::vector<int64_t> cls_rows(out.global_begin.begin(), out.global_begin.end() - 1);
-  return {out.long_states,
-          kernels::GatherRows(out.global_states, at::tensor(cls_rows, at::kLong).to(device_))};
-}
-
 std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch) const {
-  std::vector<int64_t> context_begin;
-  const auto [context, type_input] =
-      etc_ ? EncodeEtc(batch, &context_begin) : EncodeClusterFormer(batch, &context_begin);
-  // Heads: span and long-answer scores on every context token, answer type per request.
-  const at::Tensor span = at::linear(context, WeightAt(weights_, "qa_outputs.weight"),
-                                     WeightAt(weights_, "qa_outputs.bias"));
-  const at::Tensor long_score = at::linear(context, WeightAt(weights_, "long_answer.weight"),
-                                           WeightAt(weights_, "long_answer.bias"));
-  const at::Tensor type = at::linear(type_input, WeightAt(weights_, "answer_type.weight"),
-                                     WeightAt(weights_, "answer_type.bias"));
-
-  const at::Tensor span_cpu = span.to(at::kCPU).to(at::kFloat).contiguous();
-  const at::Tensor long_cpu = long_score.to(at::kCPU).to(at::kFloat).contiguous();
-  const at::Tensor type_cpu = type.to(at::kCPU).to(at::kFloat).contiguous();
+  std::vector<QaModelInput> inputs;
+  for (const PreparedRequest* r : batch) inputs.push_back({&r->question_ids, &r->document});
+  const QaLogits logits = model_->Forward(inputs, device_);
+  auto host = [](const at::Tensor& t) { return t.to(at::kCPU).to(at::kFloat).contiguous(); };
+  const at::Tensor start = host(logits.start), end = host(logits.end);
+  const at::Tensor long_score = host(logits.long_score), type = host(logits.type);
   std::vector<RequestLogits> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    const int64_t begin = context_begin[i], end = context_begin[i + 1];
-    const float* s = span_cpu.data_ptr<float>();
-    const float* l = long_cpu.data_ptr<float>();
-    for (int64_t j = begin; j < end; ++j) {
-      out[i].start.push_back(s[2 * j]);
-      out[i].end.push_back(s[2 * j + 1]);
-      out[i].long_score.push_back(l[j]);
-    }
+    const int64_t begin = logits.context_begin[i], stop = logits.context_begin[i + 1];
+    out[i].start.assign(start.data_ptr<float>() + begin, start.data_ptr<float>() + stop);
+    out[i].end.assign(end.data_ptr<float>() + begin, end.data_ptr<float>() + stop);
+    out[i].long_score.assign(long_score.data_ptr<float>() + begin,
+                             long_score.data_ptr<float>() + stop);
     for (int64_t t = 0; t < kNumAnswerTypes; ++t) {
-      out[i].type_logits[t] = type_cpu.data_ptr<float>()[i * kNumAnswerTypes + t];
+      out[i].type_logits[t] = type.data_ptr<float>()[i * kNumAnswerTypes + t];
     }
   }
   return out;
@@ -179,7 +129,9 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
     answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
     answer.document_tokens = static_cast<int64_t>(r.document.ids.size());
     answer.windows =
-        etc_ ? 1 : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
+        config_.architecture == Architecture::kEtc
+            ? 1
+            : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
     answers.push_back(std::move(answer));
   }
   if (timing != nullptr) {

@@ -8,11 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/cluster_former.h"
 #include "model/config.h"
 #include "model/decode.h"
 #include "model/document.h"
-#include "model/etc_encoder.h"
+#include "model/qa_model.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 
@@ -73,19 +72,12 @@ class Engine {
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
          const at::Device& device);
   std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch) const;
-  // The encoder's per-token context states [sum x, d] (requests in order, offsets in
-  // *context_begin) and each request's answer-type input state [n, d].
-  std::pair<at::Tensor, at::Tensor> EncodeClusterFormer(
-      const std::vector<const PreparedRequest*>& batch, std::vector<int64_t>* context_begin) const;
-  std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<const PreparedRequest*>& batch,
-                                              std::vector<int64_t>* context_begin) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   at::Device device_;
-  TensorMap weights_;                                     // on device_
-  std::unique_ptr<ClusterFormerEncoder> cluster_former_;  // one of the two is set
-  std::unique_ptr<EtcEncoder> etc_;
+  TensorMap weights_;  // on device_
+  std::unique_ptr<QaModel> model_;
 };
 
 }  // namespace longqa

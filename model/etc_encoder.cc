@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/ops.h"
+#include "model/exact_match.h"
+#include "model/trainable_ops.h"
 
 namespace longqa {
 
@@ -36,6 +37,7 @@ EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& que
   }
   in.long_ids = document_ids;
   in.long_paragraph = token_paragraph;
+  if (config.exact_match_feature) in.long_match = ExactMatchFlags(question_pieces, document_ids);
   return in;
 }
 
@@ -90,7 +92,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
   const at::Tensor keys = at::cat({kg, kl});
   const at::Tensor values = at::cat({vg, vl});
   at::Tensor g_scores = at::matmul(heads(qg).permute({1, 0, 2}), heads(keys).permute({1, 2, 0}));
-  g_scores += kernels::RelativeLabelGather(label_scores(qg), t.global_labels).permute({1, 0, 2});
+  g_scores += RelativeLabelGatherTrainable(label_scores(qg), t.global_labels).permute({1, 0, 2});
   g_scores.mul_(scale).masked_fill_(t.global_valid.logical_not(), -1e30);
   const at::Tensor g_context =
       at::matmul(at::softmax(g_scores, -1), heads(values).permute({1, 0, 2}))
@@ -103,18 +105,18 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
   const at::Tensor qa = label_scores(ql_pad);
   const at::Tensor q_blocks = heads(ql_pad).view({nb, b, h, dh}).permute({0, 2, 1, 3});
   const at::Tensor k_blocks =
-      kernels::GatherRows(kl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 3, 1});
+      GatherRowsTrainable(kl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 3, 1});
   const at::Tensor v_blocks =
-      kernels::GatherRows(vl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 1, 3});
+      GatherRowsTrainable(vl, t.block_index).view({nb, 3 * b, h, dh}).permute({0, 2, 1, 3});
   const at::Tensor local =
-      at::matmul(q_blocks, k_blocks) + kernels::RelativeLabelGather(qa, t.local_labels)
+      at::matmul(q_blocks, k_blocks) + RelativeLabelGatherTrainable(qa, t.local_labels)
                                            .view({nb, b, h, 3 * b})
                                            .permute({0, 2, 1, 3});
   const at::Tensor to_global =
       at::matmul(heads(ql_pad).permute({1, 0, 2}), heads(kg).permute({1, 2, 0}))
           .view({h, nb, b, t.n_g})
           .permute({1, 0, 2, 3}) +
-      kernels::RelativeLabelGather(qa, t.l2g_labels).view({nb, b, h, t.n_g}).permute({0, 2, 1, 3});
+      RelativeLabelGatherTrainable(qa, t.l2g_labels).view({nb, b, h, t.n_g}).permute({0, 2, 1, 3});
   at::Tensor l_scores =
       at::cat({to_global, local.masked_fill(t.local_valid.logical_not(), -1e30)}, -1);
   const at::Tensor p = at::softmax(l_scores.mul_(scale), -1);
@@ -133,7 +135,7 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   EtcOutput out;
   out.global_begin.assign(inputs.size() + 1, 0);
   out.long_begin.assign(inputs.size() + 1, 0);
-  std::vector<int64_t> global_ids, long_ids;
+  std::vector<int64_t> global_ids, long_ids, long_match;
   std::vector<RequestTables> tables(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EtcInput& in = inputs[i];
@@ -147,6 +149,11 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     out.long_begin[i + 1] = out.long_begin[i] + t.n_l;
     global_ids.insert(global_ids.end(), in.global_ids.begin(), in.global_ids.end());
     long_ids.insert(long_ids.end(), in.long_ids.begin(), in.long_ids.end());
+    if (in.long_match.empty()) {
+      long_match.resize(long_match.size() + in.long_ids.size(), 0);
+    } else {
+      long_match.insert(long_match.end(), in.long_match.begin(), in.long_match.end());
+    }
 
     std::vector<int64_t> block_index(nb * 3 * b), local_labels(b * 3 * b);
     std::vector<int64_t> local_valid(nb * b * 3 * b);
@@ -196,8 +203,12 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   }
 
   const at::Tensor none;
-  at::Tensor xg = embeddings_.Forward(Upload(global_ids, device).unsqueeze(0), none).squeeze(0);
-  at::Tensor xl = embeddings_.Forward(Upload(long_ids, device).unsqueeze(0), none).squeeze(0);
+  const at::Tensor global_ids_t = Upload(global_ids, device).unsqueeze(0);
+  at::Tensor xg = embeddings_.Forward(global_ids_t, none, at::zeros_like(global_ids_t)).squeeze(0);
+  at::Tensor xl = embeddings_
+                      .Forward(Upload(long_ids, device).unsqueeze(0), none,
+                               Upload(long_match, device).unsqueeze(0))
+                      .squeeze(0);
   for (const Layer& layer : layers_) {
     const bool shared = config_.etc.shared_projections;
     const at::Tensor qg = shared ? layer.base.Query(xg) : at::linear(xg, layer.gq_w, layer.gq_b);

@@ -23,6 +23,7 @@ struct EtcInput {
   std::vector<int64_t> global_paragraph;  // per global token: its paragraph, or -1
   std::vector<int32_t> long_ids;          // the document's tokens
   std::vector<int64_t> long_paragraph;    // per long token: its paragraph
+  std::vector<int64_t> long_match;        // per long token: exact-match flag (empty: all 0)
 };
 
 // Builds the ETC input of one request from its question pieces (no CLS/SEP) and document.

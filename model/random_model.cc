@@ -37,6 +37,7 @@ ModelConfig RandomModelConfig(const RandomModelSpec& spec, int64_t vocab_size) {
   ModelConfig c = ClusterFormerConfig(vocab_size, spec.hidden_size, spec.num_heads,
                                       spec.intermediate_size, spec.layers, spec.window_tokens,
                                       spec.stride_tokens, spec.clusters, spec.max_question_tokens);
+  c.exact_match_feature = spec.exact_match_feature;
   if (spec.architecture == "etc") {
     c.architecture = Architecture::kEtc;
     c.num_clusters.clear();

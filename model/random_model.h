@@ -23,6 +23,7 @@ struct RandomModelSpec {
   int64_t etc_radius = 16;  // r
   int64_t vocab_size = 400;
   int64_t max_question_tokens = 32;
+  bool exact_match_feature = false;
   std::string corpus_path;  // one sentence per line; empty: generated text
   uint64_t seed = 1;
 };

@@ -78,16 +78,23 @@ struct RelativeLabelGatherFunction : public torch::autograd::Function<RelativeLa
 
 }  // namespace
 
+namespace {
+bool NeedsGrad(const at::Tensor& t) { return at::GradMode::is_enabled() && t.requires_grad(); }
+}  // namespace
+
 at::Tensor GatherRowsTrainable(const at::Tensor& src, const at::Tensor& index) {
+  if (!NeedsGrad(src)) return kernels::GatherRows(src, index);
   return GatherRowsFunction::apply(src, index);
 }
 
 at::Tensor OverlapMergeTrainable(const at::Tensor& src, const at::Tensor& offsets,
                                  const at::Tensor& sources) {
+  if (!NeedsGrad(src)) return kernels::OverlapMerge(src, offsets, sources);
   return OverlapMergeFunction::apply(src, offsets, sources);
 }
 
 at::Tensor RelativeLabelGatherTrainable(const at::Tensor& qa, const at::Tensor& labels) {
+  if (!NeedsGrad(qa)) return kernels::RelativeLabelGather(qa, labels);
   return RelativeLabelGatherFunction::apply(qa, labels);
 }
 

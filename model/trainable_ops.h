@@ -3,7 +3,8 @@
 //   gather_rows:           grad_src[index[r]] += grad_out[r]          (index_add; -1 rows skipped)
 //   overlap_merge:         grad_src[sources[s]] += grad_out[row(s)] / count(row(s))
 //   relative_label_gather: grad_qa[r, h, label(r, s)] += grad_out[r, h, s]   (scatter_add)
-// Index arguments get no gradient.
+// Index arguments get no gradient. Without grad mode or an input that requires grad they call the
+// kernel directly, so the encoders use them always: inference pays nothing for trainability.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -39,17 +39,19 @@ class TransformerLayer {
   at::Tensor i_w_, i_b_, f_w_, f_b_, ln2_w_, ln2_b_;
 };
 
-// RoBERTa-style embeddings: word + position + token type, then LayerNorm. Models without absolute
-// positions (ETC) have no position table and pass an undefined `positions`.
+// RoBERTa-style embeddings: word + position + token type (+ exact match), then LayerNorm. Models
+// without absolute positions (ETC) have no position table and pass an undefined `positions`.
 class Embeddings {
  public:
   Embeddings(const TensorMap& weights, const ModelConfig& config);
-  // ids, positions [B, T] int64 → [B, T, d]. Token type 0 everywhere.
-  at::Tensor Forward(const at::Tensor& ids, const at::Tensor& positions) const;
+  // ids, positions, exact_match [B, T] int64 → [B, T, d]. Token type 0 everywhere. exact_match
+  // (0/1 per token) is read only by models with the exact-match feature.
+  at::Tensor Forward(const at::Tensor& ids, const at::Tensor& positions,
+                     const at::Tensor& exact_match) const;
 
  private:
   double eps_;
-  at::Tensor word_, position_, type_, ln_w_, ln_b_;
+  at::Tensor word_, position_, type_, exact_match_, ln_w_, ln_b_;
 };
 
 // Fetches a weight by name; throws std::out_of_range naming it (weights are validated on load).

@@ -29,6 +29,7 @@ WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_
   plan.slot_tokens.assign(slots, pad_id);
   plan.slot_positions.assign(slots, -1);
   plan.window_index.assign(slots, -1);
+  plan.slot_match.assign(slots, 0);
   plan.context_rows.resize(plan.context_begin[n]);
   plan.cls_rows.resize(plan.num_windows);
 
@@ -52,6 +53,7 @@ WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_
       int64_t* tokens = &plan.slot_tokens[w * t_len];
       int64_t* positions = &plan.slot_positions[w * t_len];
       int64_t* rows = &plan.window_index[w * t_len];
+      int64_t* match = &plan.slot_match[w * t_len];
       for (int64_t t = 0; t < q; ++t) {
         tokens[t] = question[t];
         positions[t] = t;
@@ -64,6 +66,7 @@ WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_
         tokens[t] = context[j];
         positions[t] = t;
         rows[t] = context_row(j);
+        match[t] = inputs[i].context_match.empty() ? 0 : inputs[i].context_match[j];
       }
     }
   }

@@ -14,8 +14,9 @@
 namespace longqa {
 
 struct WindowInput {
-  std::vector<int32_t> question;  // token ids with CLS and SEP: q = question.size()
-  std::vector<int32_t> context;   // the document's token ids: x = context.size()
+  std::vector<int32_t> question;       // token ids with CLS and SEP: q = question.size()
+  std::vector<int32_t> context;        // the document's token ids: x = context.size()
+  std::vector<int64_t> context_match;  // optional exact-match flag per context token (else 0)
 };
 
 // Windows needed to cover x context tokens with windows of l and stride m (at least 1).
@@ -32,6 +33,7 @@ struct WindowPlan {
   std::vector<int64_t> slot_tokens;
   std::vector<int64_t> slot_positions;
   std::vector<int64_t> window_index;
+  std::vector<int64_t> slot_match;  // exact-match flag (question slots and padding: 0)
   // Overlap merge in CSR form: H̄ row r is the mean of the slots merge_sources[offsets[r] ..].
   std::vector<int64_t> merge_offsets;  // [R+1]
   std::vector<int64_t> merge_sources;

@@ -71,7 +71,7 @@ double MeanBestCosine(const std::string& model_dir, int64_t layer, const std::st
     r.question = j["question"];
     r.text = j["document"];
     const auto p = (*engine)->Prepare(r);
-    inputs.push_back({p->question_ids, p->document.ids});
+    inputs.push_back({p->question_ids, p->document.ids, {}});
   }
   at::InferenceMode guard;
   at::Tensor states;

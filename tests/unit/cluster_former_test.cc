@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "model/exact_match.h"
 #include "model/window_plan.h"
 #include "tests/unit/reference_layers.h"
 #include "tests/unit/test_model.h"
@@ -22,13 +23,18 @@ using testing_support::TinyConfig;
 
 constexpr double kTolerance = 2e-4;
 
-at::Tensor RefEmbed(const TensorMap& w, const ModelConfig& c, const std::vector<int32_t>& ids) {
+// match: the exact-match flag of every id (read when the config has the feature).
+at::Tensor RefEmbed(const TensorMap& w, const ModelConfig& c, const std::vector<int32_t>& ids,
+                    const std::vector<int64_t>& match) {
   std::vector<int64_t> i64(ids.begin(), ids.end()), pos(ids.size());
   std::iota(pos.begin(), pos.end(), c.position_offset);
-  const at::Tensor e =
-      W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(i64)) +
-      W(w, "embeddings.position_embeddings.weight").index_select(0, at::tensor(pos)) +
-      W(w, "embeddings.token_type_embeddings.weight")[0];
+  at::Tensor e = W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(i64)) +
+                 W(w, "embeddings.position_embeddings.weight").index_select(0, at::tensor(pos)) +
+                 W(w, "embeddings.token_type_embeddings.weight")[0];
+  if (c.exact_match_feature) {
+    const at::Tensor em = W(w, "embeddings.exact_match_embeddings.weight");
+    for (size_t i = 0; i < ids.size(); ++i) e[i].add_(em[match[i] != 0 ? 1 : 0]);
+  }
   return RefLayerNorm(e, W(w, "embeddings.LayerNorm.weight"), W(w, "embeddings.LayerNorm.bias"),
                       c.layer_norm_eps);
 }
@@ -55,7 +61,11 @@ RefState RefClusterFormer(const TensorMap& w, const ModelConfig& c, const Window
         if (layer == 0) {
           std::vector<int32_t> ids = in.question;
           ids.insert(ids.end(), in.context.begin() + b, in.context.begin() + e);
-          input = RefEmbed(w, c, ids);
+          std::vector<int64_t> match(q, 0);  // question tokens never match
+          for (int64_t j = b; j < e; ++j) {
+            match.push_back(in.context_match.empty() ? 0 : in.context_match[j]);
+          }
+          input = RefEmbed(w, c, ids, match);
         } else {
           input = at::cat({st.question[k], st.context.narrow(0, b, e - b)});
         }
@@ -172,6 +182,26 @@ TEST(ClusterFormerTest, BatchOfMixedLengthsMatchesEachRequestAlone) {
                          {RandomInput(5, 70, 120, 8), RandomInput(9, 3, 120, 9),
                           RandomInput(3, 130, 120, 10), RandomInput(7, 16, 120, 11)},
                          18);
+}
+
+TEST(ClusterFormerTest, ExactMatchFeatureAddsItsEmbeddingToMatchingContextTokens) {
+  ModelConfig c = TinyConfig("SCS", 16, 12, 3);
+  c.exact_match_feature = true;
+  std::vector<WindowInput> inputs = {RandomInput(14, 70, 40, 12), RandomInput(5, 20, 40, 13)};
+  for (WindowInput& in : inputs) {
+    const std::vector<int32_t> pieces(in.question.begin() + 1, in.question.end() - 1);
+    in.context_match = ExactMatchFlags(pieces, in.context);
+  }
+  const auto& flags = inputs[0].context_match;
+  ASSERT_GT(std::count(flags.begin(), flags.end(), 1), 0);  // ids 5..39: many repeats
+  ASSERT_GT(std::count(flags.begin(), flags.end(), 0), 0);
+  ExpectMatchesReference(c, inputs, 19);
+}
+
+TEST(ExactMatchTest, FlagsDocumentTokensWhoseIdIsAQuestionPiece) {
+  EXPECT_EQ(ExactMatchFlags({7, 9, 7}, {4, 9, 8, 7, 9, 4}),
+            (std::vector<int64_t>{0, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(ExactMatchFlags({}, {4, 5}), (std::vector<int64_t>{0, 0}));
 }
 
 TEST(WindowPlanTest, EveryContextTokenHasOneRowAndEveryCopyMerges) {

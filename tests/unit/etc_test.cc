@@ -57,10 +57,17 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
   const int64_t k = c.etc.relative_clip, dh = c.head_dim();
   std::vector<int64_t> ids(in.global_ids.begin(), in.global_ids.end());
   ids.insert(ids.end(), in.long_ids.begin(), in.long_ids.end());
-  at::Tensor x = RefLayerNorm(
-      W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(ids)) +
-          W(w, "embeddings.token_type_embeddings.weight")[0],
-      W(w, "embeddings.LayerNorm.weight"), W(w, "embeddings.LayerNorm.bias"), c.layer_norm_eps);
+  at::Tensor e = W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(ids)) +
+                 W(w, "embeddings.token_type_embeddings.weight")[0];
+  if (c.exact_match_feature) {
+    // Global tokens never match; long tokens add row 1 where flagged.
+    const at::Tensor em = W(w, "embeddings.exact_match_embeddings.weight");
+    for (int64_t i = 0; i < n; ++i) {
+      e[i].add_(em[i >= ng && in.long_match[i - ng] != 0 ? 1 : 0]);
+    }
+  }
+  at::Tensor x = RefLayerNorm(e, W(w, "embeddings.LayerNorm.weight"),
+                              W(w, "embeddings.LayerNorm.bias"), c.layer_norm_eps);
   auto is_global = [ng](int64_t i) { return i < ng; };
   auto paragraph = [&](int64_t i) {
     return is_global(i) ? in.global_paragraph[i] : in.long_paragraph[i - ng];
@@ -152,6 +159,17 @@ TEST(EtcTest, SingleParagraphAndMixedBatch) {
                             {RandomEtcInput(c, 2, {30}, 4), RandomEtcInput(c, 7, {1, 3}, 5),
                              RandomEtcInput(c, 1, {10, 10, 10, 10, 10}, 6)},
                             24);
+}
+
+TEST(EtcTest, ExactMatchFeatureAddsItsEmbeddingToMatchingLongTokens) {
+  ModelConfig c = EtcConfig(2, 4, 3, true, false);
+  c.exact_match_feature = true;
+  const EtcInput in = RandomEtcInput(c, 12, {9, 14, 6}, 7);
+  ASSERT_EQ(in.long_match.size(), in.long_ids.size());
+  const int64_t matches = std::count(in.long_match.begin(), in.long_match.end(), 1);
+  ASSERT_GT(matches, 0);  // 12 question pieces over 100 ids: some document tokens match
+  ASSERT_LT(matches, static_cast<int64_t>(in.long_ids.size()));
+  ExpectEtcMatchesReference(c, {in, RandomEtcInput(c, 3, {20}, 8)}, 25);
 }
 
 TEST(EtcTest, EngineAnswersWithAnEtcModelAndBatchesInvariantly) {

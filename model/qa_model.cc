@@ -1,0 +1,98 @@
+#include "model/qa_model.h"
+
+#include <ATen/ATen.h>
+
+#include "model/exact_match.h"
+#include "model/trainable_ops.h"
+#include "model/transformer_layer.h"
+
+namespace longqa {
+namespace {
+
+at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
+  return at::tensor(v, at::kLong).to(device);
+}
+
+// The question's pieces without CLS and SEP.
+std::vector<int32_t> QuestionPieces(const QaModelInput& in) {
+  return {in.question_ids->begin() + 1, in.question_ids->end() - 1};
+}
+
+}  // namespace
+
+std::vector<WindowInput> MakeWindowInputs(const ModelConfig& config,
+                                          const std::vector<QaModelInput>& batch) {
+  std::vector<WindowInput> inputs;
+  for (const QaModelInput& r : batch) {
+    WindowInput in{*r.question_ids, r.document->ids, {}};
+    if (config.exact_match_feature) {
+      in.context_match = ExactMatchFlags(QuestionPieces(r), r.document->ids);
+    }
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+QaModel::QaModel(const ModelConfig& config, const TensorMap& weights)
+    : config_(config),
+      qa_w_(WeightAt(weights, std::string(kQaOutputs) + ".weight")),
+      qa_b_(WeightAt(weights, std::string(kQaOutputs) + ".bias")),
+      long_w_(WeightAt(weights, std::string(kLongAnswer) + ".weight")),
+      long_b_(WeightAt(weights, std::string(kLongAnswer) + ".bias")),
+      type_w_(WeightAt(weights, std::string(kAnswerType) + ".weight")),
+      type_b_(WeightAt(weights, std::string(kAnswerType) + ".bias")) {
+  if (config_.architecture == Architecture::kEtc) {
+    etc_ = std::make_unique<EtcEncoder>(config_, weights);
+  } else {
+    cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights);
+  }
+}
+
+std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
+    const std::vector<QaModelInput>& batch, const at::Device& device,
+    const ClusterFormerEncoder::ClusterLayerObserver& observer,
+    std::vector<int64_t>* context_begin) const {
+  const WindowPlan plan = PlanWindows(MakeWindowInputs(config_, batch), config_.window_tokens,
+                                      config_.stride_tokens, config_.special.pad);
+  const at::Tensor hbar = cluster_former_->Forward(plan, device, observer);
+  *context_begin = plan.context_begin;
+  // Answer type from the mean of each request's window CLS rows (an overlap_merge over them).
+  const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
+  const at::Tensor mean_cls = OverlapMergeTrainable(
+      cls, Upload(plan.windows_begin, device),
+      at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
+  return {GatherRowsTrainable(hbar, Upload(plan.context_rows, device)), mean_cls};
+}
+
+std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelInput>& batch,
+                                                     const at::Device& device,
+                                                     std::vector<int64_t>* context_begin) const {
+  std::vector<EtcInput> inputs;
+  for (const QaModelInput& r : batch) {
+    inputs.push_back(MakeEtcInput(config_, QuestionPieces(r), r.document->ids,
+                                  r.document->token_paragraph,
+                                  static_cast<int64_t>(r.document->paragraph_bytes.size())));
+  }
+  const EtcOutput out = etc_->Forward(inputs, device);
+  *context_begin = out.long_begin;
+  // Answer type from the global CLS token (the first global token of each request).
+  const std::vector<int64_t> cls_rows(out.global_begin.begin(), out.global_begin.end() - 1);
+  return {out.long_states, GatherRowsTrainable(out.global_states, Upload(cls_rows, device))};
+}
+
+QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Device& device,
+                          const ClusterFormerEncoder::ClusterLayerObserver& observer) const {
+  QaLogits out;
+  const auto [context, type_input] =
+      etc_ ? EncodeEtc(batch, device, &out.context_begin)
+           : EncodeClusterFormer(batch, device, observer, &out.context_begin);
+  // Heads: span and long-answer scores on every document token, answer type per request.
+  const at::Tensor span = at::linear(context, qa_w_, qa_b_);
+  out.start = span.select(1, 0);
+  out.end = span.select(1, 1);
+  out.long_score = at::linear(context, long_w_, long_b_).squeeze(1);
+  out.type = at::linear(type_input, type_w_, type_b_);
+  return out;
+}
+
+}  // namespace longqa

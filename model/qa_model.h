@@ -1,0 +1,63 @@
+// The question-answering network: an encoder (Cluster-Former or ETC) and the answer heads. It maps
+// a batch of tokenized requests to head logits as tensors, differentiable when the weights require
+// grad: the engine decodes them into answers, the trainer turns them into losses.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "model/cluster_former.h"
+#include "model/config.h"
+#include "model/document.h"
+#include "model/etc_encoder.h"
+#include "model/weights.h"
+
+namespace longqa {
+
+struct QaModelInput {
+  const std::vector<int32_t>* question_ids = nullptr;  // CLS + question pieces + SEP
+  const TokenizedDocument* document = nullptr;
+};
+
+struct QaLogits {
+  at::Tensor start, end, long_score;   // [sum x]: per document token, requests concatenated
+  at::Tensor type;                     // [n, 5]: answer-type logits per request
+  std::vector<int64_t> context_begin;  // [n+1]: each request's first token in start/end/long
+};
+
+// The Cluster-Former's window inputs of a batch (with exact-match flags when the config asks).
+std::vector<WindowInput> MakeWindowInputs(const ModelConfig& config,
+                                          const std::vector<QaModelInput>& batch);
+
+class QaModel {
+ public:
+  // `weights` must already be on the device the model will run on; the model keeps references
+  // (the same tensors), so a trainer's in-place updates are seen by the next Forward.
+  QaModel(const ModelConfig& config, const TensorMap& weights);
+
+  // `observer` (Cluster-Former only) sees H̄ before every cluster layer (the trainer's memory bank).
+  QaLogits Forward(const std::vector<QaModelInput>& batch, const at::Device& device,
+                   const ClusterFormerEncoder::ClusterLayerObserver& observer = nullptr) const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  // The encoder's per-token document states [sum x, d] and each request's answer-type input
+  // state [n, d].
+  std::pair<at::Tensor, at::Tensor> EncodeClusterFormer(
+      const std::vector<QaModelInput>& batch, const at::Device& device,
+      const ClusterFormerEncoder::ClusterLayerObserver& observer,
+      std::vector<int64_t>* context_begin) const;
+  std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<QaModelInput>& batch,
+                                              const at::Device& device,
+                                              std::vector<int64_t>* context_begin) const;
+
+  ModelConfig config_;
+  std::unique_ptr<ClusterFormerEncoder> cluster_former_;  // one of the two is set
+  std::unique_ptr<EtcEncoder> etc_;
+  at::Tensor qa_w_, qa_b_, long_w_, long_b_, type_w_, type_b_;
+};
+
+}  // namespace longqa

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Scores trained model folders on a gold split through the real path: a longqa-server per model
+# and `longqa eval --group_by kind` (NQ long/short P/R/F1 per question kind).
+# Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD:-$ROOT/build}"
+gold="$1"; out="$2"; shift 2
+mkdir -p "$out"
+for model in "$@"; do
+  name="$(basename "$model")"
+  log="$out/$name.server.log"
+  "$BUILD/server/longqa-server" --model_dir="$model" --listen=127.0.0.1:0 --metrics_listen= \
+    --threads="${THREADS:-1}" --max_batch_tokens=32768 2>"$log" &
+  pid=$!
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's/.*on port \([0-9]*\), metrics.*/\1/p' "$log")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "server for $model did not start; see $log" >&2; kill "$pid"; exit 1; }
+  echo "== $name on $(basename "$gold")" | tee "$out/$name.txt"
+  "$BUILD/client/longqa" eval --target="127.0.0.1:$port" --gold="$gold" --group_by=kind \
+    --concurrency=2 --no_progress --output="$out/$name.predictions.json" | tee -a "$out/$name.txt"
+  kill "$pid"; wait "$pid" || true
+done

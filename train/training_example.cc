@@ -1,0 +1,100 @@
+#include "train/training_example.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
+
+namespace longqa {
+namespace {
+
+ByteRange SpanOf(const nlohmann::json& j) {
+  return {j.at("start_byte").get<int64_t>(), j.at("end_byte").get<int64_t>()};
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line,
+                                                    const Engine& engine) {
+  TrainingExample ex;
+  QaRequest request;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_line);
+    ex.example_id = j.at("example_id").is_string() ? j["example_id"].get<std::string>()
+                                                   : j["example_id"].dump();
+    ex.kind = j.value("kind", std::string());
+    request.question = j.at("question").get<std::string>();
+    if (j.contains("paragraphs")) {
+      request.text =
+          JoinParagraphs(j["paragraphs"].get<std::vector<std::string>>(), &request.paragraphs);
+    } else {
+      request.text = j.at("document").get<std::string>();
+    }
+    if (j.contains("long_answer") && j["long_answer"].is_object()) {
+      ex.long_bytes = SpanOf(j["long_answer"]);
+    }
+    const auto shorts = j.value("short_answers", nlohmann::json::array());
+    if (!shorts.empty()) ex.short_bytes = SpanOf(shorts[0]);
+    const std::string yes_no = j.value("yes_no_answer", std::string("NONE"));
+    ex.answer_type = ex.long_bytes.first < 0     ? static_cast<int64_t>(AnswerType::kNoAnswer)
+                     : yes_no == "YES"           ? static_cast<int64_t>(AnswerType::kYes)
+                     : yes_no == "NO"            ? static_cast<int64_t>(AnswerType::kNo)
+                     : ex.short_bytes.first >= 0 ? static_cast<int64_t>(AnswerType::kShort)
+                                                 : static_cast<int64_t>(AnswerType::kLongOnly);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  LONGQA_ASSIGN_OR_RETURN(ex.prepared, engine.Prepare(std::move(request)));
+  const TokenizedDocument& doc = ex.prepared.document;
+  if (ex.long_bytes.first >= 0) {
+    for (size_t p = 0; p < doc.paragraph_bytes.size(); ++p) {
+      if (doc.paragraph_bytes[p] == ex.long_bytes) ex.long_paragraph = static_cast<int64_t>(p);
+    }
+    if (ex.long_paragraph < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ex.example_id, ": the long answer [", ex.long_bytes.first, ", ",
+                       ex.long_bytes.second, ") is not one of the document's paragraphs"));
+    }
+  }
+  if (ex.short_bytes.first >= 0 && ex.long_paragraph >= 0) {
+    // First token ending after the span's start; last token starting before its end (pieces
+    // carry their leading space, so a token's span may begin one byte early).
+    const int64_t first = doc.paragraph_token[ex.long_paragraph] + 1;
+    for (int64_t t = first;
+         t < static_cast<int64_t>(doc.ids.size()) && doc.token_paragraph[t] == ex.long_paragraph;
+         ++t) {
+      if (ex.short_start < 0 && doc.spans[t].second > ex.short_bytes.first) ex.short_start = t;
+      if (doc.spans[t].first < ex.short_bytes.second) ex.short_end = t;
+    }
+    if (ex.short_start < 0 || ex.short_end < ex.short_start) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ex.example_id, ": the short answer is not inside the long answer"));
+    }
+  }
+  return ex;
+}
+
+absl::StatusOr<std::vector<TrainingExample>> LoadTrainingExamples(const std::string& path,
+                                                                  const Engine& engine,
+                                                                  int64_t limit) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::vector<TrainingExample> examples;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto ex = MakeTrainingExample(line, engine);
+    if (!ex.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " line ", n, ": ", ex.status().message()));
+    }
+    examples.push_back(std::move(*ex));
+    if (limit > 0 && static_cast<int64_t>(examples.size()) >= limit) break;
+  }
+  if (examples.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no example"));
+  return examples;
+}
+
+}  // namespace longqa
