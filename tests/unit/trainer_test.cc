@@ -1,0 +1,267 @@
+// The demo-model trainer's pieces: gold → token targets, the loss against hand-computed
+// cross-entropies, AdamW against LibTorch's torch::optim::AdamW, gradients reaching every weight
+// through the kernels' autograd wrappers (Cluster-Former and ETC), a model overfitting a batch,
+// and a checkpoint that resumes to exactly the weights of an uninterrupted run.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "model/engine.h"
+#include "model/qa_model.h"
+#include "model/safetensors.h"
+#include "tests/unit/test_model.h"
+#include "train/adamw.h"
+#include "train/checkpoint.h"
+#include "train/qa_loss.h"
+#include "train/training_example.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::TestTokenizer;
+using testing_support::TinyConfig;
+
+// Paragraphs joined by "\n\n": [0,17) [19,40) [42,67).
+const char* kParagraphs =
+    R"("paragraphs": ["the river is long", "Ada was born in Paris", "Paris is a city of France"])";
+
+std::string Line(const std::string& question, const std::string& gold) {
+  return std::string(R"({"example_id": "x", "kind": "k", "question": ")") + question + "\", " +
+         kParagraphs + ", " + gold + "}";
+}
+const std::string kShortGold =
+    R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [{"start_byte": 35, "end_byte": 40}])";
+const std::string kYesGold =
+    R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [], "yes_no_answer": "YES")";
+const std::string kNullGold = R"("long_answer": null, "short_answers": [])";
+
+std::unique_ptr<Engine> MakeEngine(const ModelConfig& c, const TensorMap& w) {
+  auto engine = Engine::Create(c, w, TestTokenizer(), {1, "cpu"});
+  if (!engine.ok()) throw std::runtime_error(std::string(engine.status().message()));
+  return std::move(*engine);
+}
+
+TEST(TrainingExampleTest, GoldSpansBecomeTokenTargets) {
+  const ModelConfig c = TinyConfig("SS", 16, 12);
+  const auto engine = MakeEngine(c, RandomWeights(c, 1));
+  const TrainingExample ex = *MakeTrainingExample(Line("where was Ada born", kShortGold), *engine);
+  EXPECT_EQ(ex.answer_type, static_cast<int64_t>(AnswerType::kShort));
+  EXPECT_EQ(ex.long_paragraph, 1);
+  const TokenizedDocument& doc = ex.prepared.document;
+  ASSERT_GE(ex.short_start, 0);
+  EXPECT_EQ(doc.token_paragraph[ex.short_start], 1);
+  // The target tokens cover "Paris" and nothing of the word before.
+  const std::string& text = ex.prepared.request.text;
+  std::string covered =
+      text.substr(doc.spans[ex.short_start].first,
+                  doc.spans[ex.short_end].second - doc.spans[ex.short_start].first);
+  covered.erase(0, covered.find_first_not_of(' '));
+  EXPECT_EQ(covered, "Paris");
+
+  const TrainingExample yes =
+      *MakeTrainingExample(Line("was Ada born in Paris", kYesGold), *engine);
+  EXPECT_EQ(yes.answer_type, static_cast<int64_t>(AnswerType::kYes));
+  EXPECT_EQ(yes.short_start, -1);
+  const TrainingExample none = *MakeTrainingExample(Line("where is the city", kNullGold), *engine);
+  EXPECT_EQ(none.answer_type, static_cast<int64_t>(AnswerType::kNoAnswer));
+  EXPECT_EQ(none.long_paragraph, -1);
+
+  const auto not_a_paragraph = MakeTrainingExample(
+      Line("q", R"("long_answer": {"start_byte": 19, "end_byte": 30})"), *engine);
+  EXPECT_EQ(not_a_paragraph.status().code(), absl::StatusCode::kInvalidArgument);
+  const auto outside = MakeTrainingExample(
+      Line(
+          "q",
+          R"("long_answer": {"start_byte": 0, "end_byte": 17}, "short_answers": [{"start_byte": 35, "end_byte": 40}])"),
+      *engine);
+  EXPECT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(QaLossTest, EqualsHandComputedCrossEntropies) {
+  // One document of two paragraphs: tokens 0 (P) 1 2 | 3 (P) 4 5 6; gold paragraph 1, span 4..5.
+  TrainingExample ex;
+  ex.answer_type = 3;
+  ex.long_paragraph = 1;
+  ex.short_start = 4;
+  ex.short_end = 5;
+  ex.prepared.document.ids = {4, 9, 9, 4, 9, 9, 9};
+  ex.prepared.document.token_paragraph = {0, 0, 0, 1, 1, 1, 1};
+  ex.prepared.document.paragraph_token = {0, 3};
+  ex.prepared.document.paragraph_bytes = {{0, 1}, {2, 3}};
+  QaLogits logits;
+  logits.context_begin = {0, 7};
+  logits.type = at::tensor({0.5, 0.1, -0.3, 1.2, 0.0}, at::kDouble).view({1, 5});
+  logits.long_score = at::tensor({0.3, 9.0, 9.0, 1.3, 9.0, 9.0, 9.0}, at::kDouble);
+  logits.start = at::tensor({9.0, 9.0, 9.0, 9.0, 2.0, 0.0, 1.0}, at::kDouble);
+  logits.end = at::tensor({9.0, 9.0, 9.0, 9.0, 0.0, 0.5, -1.0}, at::kDouble);
+  auto nll = [](std::vector<double> s, int target) {
+    double z = 0;
+    for (double v : s) z += std::exp(v);
+    return std::log(z) - s[target];
+  };
+  const double type = nll({0.5, 0.1, -0.3, 1.2, 0.0}, 3);
+  const double long_answer = nll({0.3, 1.3}, 1);  // only the paragraph tokens compete
+  const double span = (nll({2.0, 0.0, 1.0}, 0) + nll({0.0, 0.5, -1.0}, 1)) / 2;  // gold paragraph
+  const QaLossResult r = ComputeQaLoss(logits, {&ex});
+  EXPECT_NEAR(r.type_loss, type, 1e-9);
+  EXPECT_NEAR(r.long_loss, long_answer, 1e-9);
+  EXPECT_NEAR(r.span_loss, span, 1e-9);
+  EXPECT_NEAR(r.total.item<double>(), type + long_answer + span, 1e-9);
+  EXPECT_EQ(r.type_correct, 1);
+  EXPECT_EQ(r.long_correct, 1);
+  EXPECT_EQ(r.span_correct, 1);  // start argmax 4, end argmax 5
+  EXPECT_EQ(r.all_correct, 1);
+}
+
+TEST(AdamWTest, MatchesLibTorchAdamW) {
+  // A matrix (decayed) and a bias (not decayed), each against torch::optim::AdamW.
+  at::manual_seed(3);
+  const double lr = 0.01, wd = 0.1;
+  TensorMap ours = {{"layer.dense.weight", at::randn({4, 3}).requires_grad_(true)},
+                    {"layer.dense.bias", at::randn({3}).requires_grad_(true)}};
+  const at::Tensor ref_w = ours["layer.dense.weight"].detach().clone().requires_grad_(true);
+  const at::Tensor ref_b = ours["layer.dense.bias"].detach().clone().requires_grad_(true);
+  AdamWOptions options;
+  options.weight_decay = wd;
+  AdamW adam(ours, options);
+  torch::optim::AdamW ref_decay({ref_w}, torch::optim::AdamWOptions(lr).weight_decay(wd));
+  torch::optim::AdamW ref_plain({ref_b}, torch::optim::AdamWOptions(lr).weight_decay(0));
+  for (int step = 0; step < 5; ++step) {
+    const at::Tensor x = at::randn({2, 4});
+    adam.ZeroGrad();
+    (at::matmul(x, ours["layer.dense.weight"]) + ours["layer.dense.bias"]).pow(3).sum().backward();
+    adam.Step(lr);
+    ref_decay.zero_grad();
+    ref_plain.zero_grad();
+    (at::matmul(x, ref_w) + ref_b).pow(3).sum().backward();
+    ref_decay.step();
+    ref_plain.step();
+  }
+  EXPECT_TRUE(at::allclose(ours["layer.dense.weight"], ref_w, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(ours["layer.dense.bias"], ref_b, 1e-5, 1e-6));
+}
+
+struct Batch {
+  std::unique_ptr<Engine> engine;
+  std::vector<TrainingExample> examples;
+  std::vector<const TrainingExample*> pointers;
+  std::vector<QaModelInput> inputs;
+};
+
+Batch MakeBatch(const ModelConfig& c, const TensorMap& w) {
+  Batch b;
+  b.engine = MakeEngine(c, w);
+  for (const auto& [q, g] :
+       {std::pair{"where was Ada born", kShortGold}, std::pair{"was Ada born in Paris", kYesGold},
+        std::pair{"which mountain", kNullGold}}) {
+    b.examples.push_back(*MakeTrainingExample(Line(q, g), *b.engine));
+  }
+  for (const auto& ex : b.examples) {
+    b.pointers.push_back(&ex);
+    b.inputs.push_back({&ex.prepared.question_ids, &ex.prepared.document});
+  }
+  return b;
+}
+
+ModelConfig EtcTinyConfig() {
+  ModelConfig c = TinyConfig("SS", 16, 12);
+  c.architecture = Architecture::kEtc;
+  c.layers = "EE";
+  c.num_clusters.clear();
+  c.etc.radius = 3;
+  c.etc.relative_clip = 2;
+  c.etc.shared_projections = false;
+  return c;
+}
+
+void ExpectTrainable(ModelConfig c) {
+  c.exact_match_feature = true;
+  TensorMap w = RandomWeights(c, 5);
+  TensorMap params;
+  for (auto& [name, t] : w) {
+    if (name.find("centroids") == std::string::npos) params[name] = t.requires_grad_(true);
+  }
+  Batch b = MakeBatch(c, w);
+  const QaModel model(c, w);
+  const QaLossResult first = ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers);
+  first.total.backward();
+  for (const auto& [name, p] : params) {
+    if (name.find("token_type") != std::string::npos) continue;  // only row 0 is ever used
+    // The paragraph softmax is invariant to a shared shift: its bias gets no gradient.
+    if (name == "long_answer.bias") continue;
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_GT(p.grad().abs().sum().item<double>(), 0) << name;
+  }
+  AdamW adam(params, {});
+  double last = first.total.item<double>();
+  for (int step = 0; step < 60; ++step) {
+    adam.ZeroGrad();
+    const QaLossResult r = ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers);
+    r.total.backward();
+    adam.Step(3e-3);
+    last = r.total.item<double>();
+  }
+  EXPECT_LT(last, 0.2 * first.total.item<double>());
+}
+
+TEST(TrainerTest, ClusterFormerGradientsReachEveryWeightAndABatchIsLearned) {
+  ExpectTrainable(TinyConfig("SCS", 16, 12, 2));
+}
+
+TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
+  ExpectTrainable(EtcTinyConfig());
+}
+
+TEST(CheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
+  const ModelConfig c = TinyConfig("SS", 16, 12);
+  const auto dir = std::filesystem::temp_directory_path() / "longqa_trainer_checkpoint_test";
+  std::filesystem::remove_all(dir);
+  const std::string spm = (dir.string() + "-spm.model");
+  {
+    // The test tokenizer's file: any file stands in for spm.model here.
+    std::ofstream(spm) << "spm";
+  }
+  auto params_of = [](TensorMap& w) {
+    TensorMap p;
+    for (auto& [name, t] : w) p[name] = t.requires_grad_(true);
+    return p;
+  };
+  auto train = [&](TensorMap& w, AdamW& adam, int steps) {
+    Batch b = MakeBatch(c, w);
+    const QaModel model(c, w);
+    for (int i = 0; i < steps; ++i) {
+      adam.ZeroGrad();
+      ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers).total.backward();
+      adam.Step(1e-3);
+    }
+  };
+  TensorMap straight = RandomWeights(c, 7);
+  AdamW straight_adam(params_of(straight), {});
+  train(straight, straight_adam, 4);
+
+  TensorMap first = RandomWeights(c, 7);
+  AdamW first_adam(params_of(first), {});
+  train(first, first_adam, 2);
+  ASSERT_TRUE(SaveCheckpoint(dir.string(), c, first, spm, first_adam, {2, 0, 2, 6}).ok());
+  const TrainerState state = *LoadTrainerState(dir.string());
+  EXPECT_EQ(state.step, 2);
+  EXPECT_EQ(state.examples_seen, 6);
+  TensorMap resumed = *LoadWeights(dir.string() + "/model.safetensors", c);
+  AdamW resumed_adam(params_of(resumed), {});
+  const auto file = *SafetensorsFile::Open(dir.string() + "/optimizer.safetensors");
+  TensorMap moments;
+  for (const auto& [name, entry] : file->entries()) moments[name] = *file->Read(name);
+  ASSERT_TRUE(resumed_adam.LoadState(moments, state.step).ok());
+  train(resumed, resumed_adam, 2);
+  for (const auto& [name, t] : straight) {
+    EXPECT_TRUE(at::allclose(resumed.at(name), t, 1e-6, 1e-7)) << name;
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(spm);
+}
+
+}  // namespace
+}  // namespace longqa
