@@ -10,9 +10,9 @@ namespace longqa {
 namespace {
 
 bool Decays(const std::string& name) {
-  return name.find("LayerNorm") == std::string::npos &&
-         name.find("embeddings") == std::string::npos &&
-         name.compare(name.size() - 5, 5, ".bias") != 0;
+  const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  return !bias && name.find("LayerNorm") == std::string::npos &&
+         name.find("embeddings") == std::string::npos;
 }
 
 }  // namespace
