@@ -1,0 +1,85 @@
+// The shipped demo model (models/demo) answers: fixed dev examples (models/demo/checks.jsonl, the
+// gold format) get exactly their gold long answer and short span / yes-no / no answer, and the
+// README's sample questions on models/demo/sample.txt get the answers the README shows.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/engine.h"
+#include "train/training_example.h"
+
+namespace longqa {
+namespace {
+
+std::string DemoDir() {
+  const char* source = std::getenv("LONGQA_SOURCE_DIR");  // set by CTest
+  return std::string(source != nullptr ? source : ".") + "/models/demo";
+}
+
+std::unique_ptr<Engine> LoadDemo() {
+  auto engine = Engine::LoadFromDir(DemoDir(), {2, "cpu"});
+  if (!engine.ok()) throw std::runtime_error(std::string(engine.status().message()));
+  return std::move(*engine);
+}
+
+TEST(DemoModelTest, AnswersTheFixedDevExamples) {
+  const auto engine = LoadDemo();
+  std::ifstream in(DemoDir() + "/checks.jsonl");
+  ASSERT_TRUE(in) << "models/demo/checks.jsonl missing";
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    const auto ex = MakeTrainingExample(line, *engine);
+    ASSERT_TRUE(ex.ok()) << ex.status().message();
+    SCOPED_TRACE(ex->example_id + " (" + ex->kind + "): " + ex->prepared.request.question);
+    const QaAnswer a = engine->Run({&ex->prepared})[0].value();
+    EXPECT_EQ(static_cast<int64_t>(a.type), ex->answer_type);
+    if (ex->answer_type == static_cast<int64_t>(AnswerType::kNoAnswer)) {
+      EXPECT_FALSE(a.has_long_answer);
+    } else {
+      EXPECT_EQ(a.long_answer.byte_begin, ex->long_bytes.first);
+      EXPECT_EQ(a.long_answer.byte_end, ex->long_bytes.second);
+    }
+    if (ex->answer_type == static_cast<int64_t>(AnswerType::kShort)) {
+      ASSERT_FALSE(a.short_answers.empty());
+      EXPECT_EQ(a.short_answers[0].byte_begin, ex->short_bytes.first);
+      EXPECT_EQ(a.short_answers[0].byte_end, ex->short_bytes.second);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+}
+
+TEST(DemoModelTest, AnswersTheReadmeSampleQuestions) {
+  const auto engine = LoadDemo();
+  std::ifstream doc(DemoDir() + "/sample.txt");
+  std::stringstream text;
+  text << doc.rdbuf();
+  std::ifstream questions(DemoDir() + "/sample_questions.json");
+  const auto j = nlohmann::json::parse(questions);
+  ASSERT_FALSE(j.empty());
+  for (const auto& q : j) {
+    const std::string question = q.at("question");
+    const std::string expected = q.at("answer");  // short answer text, "YES", "NO" or "NONE"
+    SCOPED_TRACE(question);
+    QaRequest request;
+    request.question = question;
+    request.text = text.str();
+    const QaAnswer a = engine->Answer(request).value();
+    if (expected == "YES" || expected == "NO") {
+      EXPECT_EQ(a.type, expected == "YES" ? AnswerType::kYes : AnswerType::kNo);
+    } else if (expected == "NONE") {
+      EXPECT_EQ(a.type, AnswerType::kNoAnswer);
+    } else {
+      ASSERT_EQ(a.type, AnswerType::kShort);
+      ASSERT_FALSE(a.short_answers.empty());
+      const AnswerSpan& s = a.short_answers[0];
+      EXPECT_EQ(text.str().substr(s.byte_begin, s.byte_end - s.byte_begin), expected);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace longqa

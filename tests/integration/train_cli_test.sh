@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# longqa-train end to end on a tiny Cluster-Former: the curriculum moves to the next stage, the
+# centroids are refreshed from the memory bank, dev scores are printed, a checkpoint is written,
+# and a second run resumes from it (step count, stage) instead of starting over.
+# Usage: train_cli_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src="$1"; build="$2"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; cat "$work/log" || true; exit 1; }
+
+python3 "$src/tools/make_dataset.py" --out "$work/data" --seed 5 --train 16 --dev 4 --test 0 \
+  --min_tokens 220 --max_tokens 300 >/dev/null
+"$build/tools/longqa-random-model" --out "$work/init" --layers SCS --hidden_size 32 \
+  --num_heads 2 --intermediate_size 64 --window_tokens 48 --stride_tokens 32 --clusters 4 \
+  --vocab_size 300 --corpus "$work/data/corpus.txt" --exact_match >/dev/null
+train=("$build/train/longqa-train" --init_model "$work/init" --out "$work/ckpt"
+       --stages "$work/data/train.jsonl,$work/data/train.jsonl" --stage_dev "$work/data/dev.jsonl"
+       --batch_tokens 700 --min_stage_steps 1 --max_stage_steps 3 --centroid_every 2
+       --memory 2000 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
+
+"${train[@]}" --steps 4 >"$work/log" 2>&1 || fail "first run exited $?"
+grep -q "^starting" "$work/log" || fail "no start line"
+grep -q "stage 0 ends (max_stage_steps) at step 3" "$work/log" || fail "stage did not advance"
+grep -q "^stage 1: " "$work/log" || fail "stage 1 not loaded"
+grep -q "centroids refreshed" "$work/log" || fail "centroids not refreshed"
+grep -q "dev  (stage 0) all" "$work/log" || fail "no dev scores"
+grep -q '"step": 4' "$work/ckpt/trainer_state.json" || fail "state not at step 4"
+grep -q '"stage": 1' "$work/ckpt/trainer_state.json" || fail "state not in stage 1"
+for f in config.json model.safetensors spm.model optimizer.safetensors; do
+  [ -s "$work/ckpt/$f" ] || fail "checkpoint lacks $f"
+done
+
+"${train[@]}" --steps 6 >"$work/log" 2>&1 || fail "resumed run exited $?"
+grep -q "^resuming .*stage 1, step 4" "$work/log" || fail "did not resume from step 4"
+grep -q "^step 5 stage 1" "$work/log" || fail "resumed run did not continue at step 5"
+grep -q '"step": 6' "$work/ckpt/trainer_state.json" || fail "state not at step 6"
+echo "PASS"
