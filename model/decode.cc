@@ -25,6 +25,21 @@ ByteRange Trim(std::string_view text, ByteRange r) {
   return r;
 }
 
+// A short answer also drops trailing sentence punctuation: a piece such as "08." glues a year to
+// the full stop, and no entity answer ends with one.
+bool IsTrailingPunctuation(char c) {
+  return c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?';
+}
+
+ByteRange TrimAnswer(std::string_view text, ByteRange r) {
+  r = Trim(text, r);
+  while (r.second > r.first &&
+         (IsTrailingPunctuation(text[r.second - 1]) || IsSpace(text[r.second - 1]))) {
+    --r.second;
+  }
+  return r;
+}
+
 }  // namespace
 
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
@@ -77,7 +92,7 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
       if (best_end < 0 || logits.end[e] > logits.end[best_end]) best_end = e;
     }
     if (best_end < 0) continue;
-    const ByteRange span = Trim(text, {doc.spans[s].first, doc.spans[best_end].second});
+    const ByteRange span = TrimAnswer(text, {doc.spans[s].first, doc.spans[best_end].second});
     if (span.first == span.second) continue;
     candidates.push_back(
         {best_paragraph, span.first, span.second, logits.start[s] + logits.end[best_end]});

@@ -49,8 +49,8 @@ struct RequestLogits {
 // candidates: for every start token in that paragraph, the best end at or after it within
 // max_answer_tokens; ranked by start + end logit. A short answer never starts or ends inside a
 // word (between two ASCII letters/digits), so subword pieces cannot cut words. Spans are trimmed
-// of surrounding ASCII whitespace (pieces carry their leading space), so they never split a UTF-8
-// character.
+// of surrounding ASCII whitespace (pieces carry their leading space) and of trailing . , ; : ! ?
+// (a piece may glue a word to the full stop), so they never split a UTF-8 character.
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
                       std::string_view text, const DecodeOptions& options);
 

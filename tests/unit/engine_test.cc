@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -63,6 +64,28 @@ TEST(DocumentTest, ValidatesUtf8) {
   EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
   EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // past U+10FFFF
   EXPECT_FALSE(IsValidUtf8("\x80"));
+}
+
+TEST(DecodeTest, ShortAnswerDropsTrailingPunctuationGluedToAPiece) {
+  // "Born in 1808. Yes": the pieces " 18" and "08." make the best span "1808.".
+  const std::string text = "Born in 1808. Yes";
+  TokenizedDocument doc;
+  doc.ids = {4, 10, 11, 12, 13, 14};
+  doc.spans = {{0, 0}, {0, 4}, {4, 7}, {7, 10}, {10, 13}, {13, 17}};
+  doc.token_paragraph = {0, 0, 0, 0, 0, 0};
+  doc.paragraph_bytes = {{0, 17}};
+  doc.paragraph_token = {0};
+  RequestLogits logits;
+  logits.type_logits = {0, 0, 0, 5, 0};
+  logits.start = {0, 0, 0, 9, 0, 0};
+  logits.end = {0, 0, 0, 0, 9, 0};
+  logits.long_score = {1, 0, 0, 0, 0, 0};
+  const QaAnswer a = DecodeAnswer(logits, doc, text, {});
+  ASSERT_EQ(a.type, AnswerType::kShort);
+  ASSERT_EQ(a.short_answers.size(), 1u);
+  EXPECT_EQ(text.substr(a.short_answers[0].byte_begin,
+                        a.short_answers[0].byte_end - a.short_answers[0].byte_begin),
+            "1808");
 }
 
 TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {
@@ -187,12 +210,17 @@ TEST(EngineTest, SpansAreBytesOfTheirTokensOnRandomUnicode) {
       ASSERT_GE(first, 0);
       auto trim = [&](int64_t b, int64_t e) {
         while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
-        while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+        while (e > b && (std::isspace(static_cast<unsigned char>(text[e - 1])) ||
+                         std::strchr(".,;:!?", text[e - 1]) != nullptr)) {
+          --e;
+        }
         return std::make_pair(b, e);
       };
       EXPECT_EQ(trim(first, last), std::make_pair(s.byte_begin, s.byte_end));
       // Never inside a word: not between two ASCII letters/digits.
-      auto alnum = [&](int64_t i) { return std::isalnum(static_cast<unsigned char>(text[i])) != 0; };
+      auto alnum = [&](int64_t i) {
+        return std::isalnum(static_cast<unsigned char>(text[i])) != 0;
+      };
       EXPECT_FALSE(s.byte_begin > 0 && alnum(s.byte_begin - 1) && alnum(s.byte_begin));
       EXPECT_FALSE(s.byte_end < static_cast<int64_t>(text.size()) && alnum(s.byte_end - 1) &&
                    alnum(s.byte_end));
