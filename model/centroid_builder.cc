@@ -2,13 +2,13 @@
 
 #include <ATen/ATen.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "model/cluster_former.h"
 #include "model/engine.h"
 #include "model/kmeans.h"
+#include "model/request_json.h"
 #include "model/safetensors.h"
 #include "model/status_macros.h"
 
@@ -16,27 +16,15 @@ namespace longqa {
 namespace {
 
 absl::StatusOr<std::vector<QaRequest>> ReadCorpus(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read corpus ", path));
   std::vector<QaRequest> requests;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  LONGQA_RETURN_IF_ERROR(ForEachJsonLine(path, 0, [&](const std::string& line) {
     try {
-      const auto j = nlohmann::json::parse(line);
-      QaRequest r;
-      r.question = j.at("question").get<std::string>();
-      if (j.contains("paragraphs")) {
-        r.text = JoinParagraphs(j["paragraphs"].get<std::vector<std::string>>(), &r.paragraphs);
-      } else {
-        r.text = j.at("document").get<std::string>();
-      }
-      requests.push_back(std::move(r));
+      requests.push_back(QaRequestFromJson(nlohmann::json::parse(line)));
     } catch (const nlohmann::json::exception& e) {
-      return absl::InvalidArgumentError(absl::StrCat(path, " line ", n, ": ", e.what()));
+      return absl::InvalidArgumentError(e.what());
     }
-  }
-  if (requests.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no example"));
+    return absl::OkStatus();
+  }));
   return requests;
 }
 

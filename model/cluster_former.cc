@@ -40,7 +40,9 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
   }
   at::Tensor windows = embeddings_.Forward(ToDevice(plan.slot_tokens, device).view({kt, t_len}),
                                            ToDevice(positions, device).view({kt, t_len}),
-                                           ToDevice(plan.slot_match, device).view({kt, t_len}));
+                                           config_.exact_match_feature
+                                               ? ToDevice(plan.slot_match, device).view({kt, t_len})
+                                               : at::Tensor());
   const at::Tensor merge_offsets = ToDevice(plan.merge_offsets, device);
   const at::Tensor merge_sources = ToDevice(plan.merge_sources, device);
 

@@ -149,10 +149,12 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     out.long_begin[i + 1] = out.long_begin[i] + t.n_l;
     global_ids.insert(global_ids.end(), in.global_ids.begin(), in.global_ids.end());
     long_ids.insert(long_ids.end(), in.long_ids.begin(), in.long_ids.end());
-    if (in.long_match.empty()) {
-      long_match.resize(long_match.size() + in.long_ids.size(), 0);
-    } else {
-      long_match.insert(long_match.end(), in.long_match.begin(), in.long_match.end());
+    if (config_.exact_match_feature) {
+      if (in.long_match.empty()) {
+        long_match.resize(long_match.size() + in.long_ids.size(), 0);
+      } else {
+        long_match.insert(long_match.end(), in.long_match.begin(), in.long_match.end());
+      }
     }
 
     std::vector<int64_t> block_index(nb * 3 * b), local_labels(b * 3 * b);
@@ -203,11 +205,15 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   }
 
   const at::Tensor none;
+  // Exact-match flags only for models with the feature (global tokens never match).
+  const bool match = config_.exact_match_feature;
   const at::Tensor global_ids_t = Upload(global_ids, device).unsqueeze(0);
-  at::Tensor xg = embeddings_.Forward(global_ids_t, none, at::zeros_like(global_ids_t)).squeeze(0);
+  at::Tensor xg =
+      embeddings_.Forward(global_ids_t, none, match ? at::zeros_like(global_ids_t) : none)
+          .squeeze(0);
   at::Tensor xl = embeddings_
                       .Forward(Upload(long_ids, device).unsqueeze(0), none,
-                               Upload(long_match, device).unsqueeze(0))
+                               match ? Upload(long_match, device).unsqueeze(0) : none)
                       .squeeze(0);
   for (const Layer& layer : layers_) {
     const bool shared = config_.etc.shared_projections;

@@ -14,7 +14,7 @@ ClusterMemory::ClusterMemory(const ModelConfig& config, int64_t capacity) : conf
 
 void ClusterMemory::Observe(int64_t layer, const at::Tensor& hbar) {
   const auto it = banks_.find(layer);
-  if (it != banks_.end()) it->second.Add(hbar.detach().clone());
+  if (it != banks_.end()) it->second.Add(hbar);  // detached by Add; H̄ is never written in place
 }
 
 int64_t ClusterMemory::min_rows() const {

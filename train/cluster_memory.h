@@ -17,7 +17,7 @@ class ClusterMemory {
  public:
   ClusterMemory(const ModelConfig& config, int64_t capacity);
 
-  // For ClusterFormerEncoder's observer: keeps a detached copy of H̄ entering `layer`.
+  // For ClusterFormerEncoder's observer: adds H̄ entering `layer` to that layer's bank.
   void Observe(int64_t layer, const at::Tensor& hbar);
   // Rows in the smallest bank (0 without cluster layers).
   int64_t min_rows() const;

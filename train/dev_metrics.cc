@@ -39,14 +39,13 @@ std::map<std::string, KindScore> ScoreExamples(const Engine& engine,
     for (size_t i = begin; i < end; ++i) batch.push_back(&examples[i].prepared);
     const auto answers = engine.Run(batch);
     for (size_t i = begin; i < end; ++i) {
-      if (!answers[i - begin].ok()) continue;  // counted as wrong below
-      Score(examples[i], *answers[i - begin], &scores["all"]);
-      Score(examples[i], *answers[i - begin], &scores[examples[i].kind]);
-    }
-    for (size_t i = begin; i < end; ++i) {
-      if (answers[i - begin].ok()) continue;
-      ++scores["all"].examples;
-      ++scores[examples[i].kind].examples;
+      for (KindScore* s : {&scores["all"], &scores[examples[i].kind]}) {
+        if (answers[i - begin].ok()) {
+          Score(examples[i], *answers[i - begin], s);
+        } else {
+          ++s->examples;  // a failed request counts as wrong
+        }
+      }
     }
   }
   return scores;

@@ -1,9 +1,9 @@
 #include "train/training_example.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "model/request_json.h"
 #include "model/status_macros.h"
 
 namespace longqa {
@@ -25,13 +25,7 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
     ex.example_id = j.at("example_id").is_string() ? j["example_id"].get<std::string>()
                                                    : j["example_id"].dump();
     ex.kind = j.value("kind", std::string());
-    request.question = j.at("question").get<std::string>();
-    if (j.contains("paragraphs")) {
-      request.text =
-          JoinParagraphs(j["paragraphs"].get<std::vector<std::string>>(), &request.paragraphs);
-    } else {
-      request.text = j.at("document").get<std::string>();
-    }
+    request = QaRequestFromJson(j);
     if (j.contains("long_answer") && j["long_answer"].is_object()) {
       ex.long_bytes = SpanOf(j["long_answer"]);
     }
@@ -79,21 +73,13 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
 absl::StatusOr<std::vector<TrainingExample>> LoadTrainingExamples(const std::string& path,
                                                                   const Engine& engine,
                                                                   int64_t limit) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::vector<TrainingExample> examples;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  LONGQA_RETURN_IF_ERROR(ForEachJsonLine(path, limit, [&](const std::string& line) {
     auto ex = MakeTrainingExample(line, engine);
-    if (!ex.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " line ", n, ": ", ex.status().message()));
-    }
+    if (!ex.ok()) return ex.status();
     examples.push_back(std::move(*ex));
-    if (limit > 0 && static_cast<int64_t>(examples.size()) >= limit) break;
-  }
-  if (examples.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " holds no example"));
+    return absl::OkStatus();
+  }));
   return examples;
 }
 
