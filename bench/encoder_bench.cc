@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "model/cluster_former.h"
-#include "model/etc_encoder.h"
-#include "model/window_plan.h"
+#include "model/encoders/cluster_former.h"
+#include "model/encoders/etc_encoder.h"
+#include "model/encoders/window_plan.h"
 
 namespace {
 

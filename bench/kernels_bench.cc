@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "kernels/ops.h"
-#include "model/transformer_layer.h"
-#include "model/weights.h"
-#include "model/window_plan.h"
+#include "model/encoders/transformer_layer.h"
+#include "model/encoders/window_plan.h"
+#include "model/format/weights.h"
 
 namespace {
 
@@ -98,20 +98,23 @@ int main(int argc, char** argv) {
   Row("relative_label_gather (ETC)", rel_s, double(x) * 12 * 255 * 4 * 2, copy_bps);
 
   // One cluster layer's transformer on the chunks (d=768, 12 heads, FFN 3072).
-  const longqa::ModelConfig config = longqa::ClusterFormerConfig(8000, d, 12, 3072, "SC", l, m, 64, 30);
+  const longqa::ModelConfig config =
+      longqa::ClusterFormerConfig(8000, d, 12, 3072, "SC", l, m, 64, 30);
   const longqa::TensorMap weights = longqa::RandomWeights(config, 1);
   const longqa::TransformerLayer layer(weights, longqa::LayerScope(1), config);
   const at::Tensor chunk_valid =
-      at::tensor(std::vector<int64_t>(chunks.slot_valid.begin(), chunks.slot_valid.end()), at::kLong)
+      at::tensor(std::vector<int64_t>(chunks.slot_valid.begin(), chunks.slot_valid.end()),
+                 at::kLong)
           .view({chunks.num_chunks, m})
           .to(at::kBool);
   const at::Tensor chunk_input = chunk_rows.view({chunks.num_chunks, m, d});
   const double layer_s = TimeIt([&] { layer.Forward(chunk_input, chunk_valid); }, 3);
   const double overhead = assign_s + sort_s + permute_s + unpermute_s;
-  std::printf("\ncluster layer at %lld tokens (%lld H̄ rows, %lld chunks of %lld): transformer %.1f "
-              "ms, clustering (assign + sort + permute + unpermute) %.1f ms = %.1f%% of the layer\n",
-              static_cast<long long>(x), static_cast<long long>(rows),
-              static_cast<long long>(chunks.num_chunks), static_cast<long long>(m), 1e3 * layer_s,
-              1e3 * overhead, 100.0 * overhead / (overhead + layer_s));
+  std::printf(
+      "\ncluster layer at %lld tokens (%lld H̄ rows, %lld chunks of %lld): transformer %.1f "
+      "ms, clustering (assign + sort + permute + unpermute) %.1f ms = %.1f%% of the layer\n",
+      static_cast<long long>(x), static_cast<long long>(rows),
+      static_cast<long long>(chunks.num_chunks), static_cast<long long>(m), 1e3 * layer_s,
+      1e3 * overhead, 100.0 * overhead / (overhead + layer_s));
   return 0;
 }

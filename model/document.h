@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/config.h"
-#include "model/tokenizer.h"
+#include "model/format/config.h"
+#include "model/tokenizers/tokenizer.h"
 
 namespace longqa {
 

@@ -7,23 +7,15 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "model/status_macros.h"
+#include "base/status_macros.h"
+#include "model/format/model_folder.h"
 
 namespace longqa {
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& dir,
                                                             const EngineOptions& options) {
-  LONGQA_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
-  LONGQA_ASSIGN_OR_RETURN(TensorMap weights, LoadWeights(dir + "/model.safetensors", config));
-  std::string error;
-  auto tokenizer = Tokenizer::Load(dir + "/spm.model", &error);
-  if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
-  if (tokenizer->vocab_size() > config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, ": spm.model has ", tokenizer->vocab_size(),
-                                                   " pieces but config vocab_size is ",
-                                                   config.vocab_size));
-  }
-  return Create(config, weights, std::move(tokenizer), options);
+  LONGQA_ASSIGN_OR_RETURN(ModelFolder folder, LoadModelFolder(dir));
+  return Create(folder.config, folder.weights, std::move(folder.tokenizer), options);
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,

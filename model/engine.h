@@ -1,6 +1,10 @@
 // The engine: answers a batch of requests together. Prepare() tokenizes (call it off the
 // inference thread); Run() packs the windows of all prepared requests into one encoder pass,
 // applies the heads and decodes every request.
+//
+// Thread-safety: after creation an Engine is immutable. Prepare() and Run() are const and may be
+// called from many threads at once (the service's handlers call Prepare; the batcher's --workers
+// threads call Run concurrently); weights are only read, and each Run builds its own tensors.
 #pragma once
 
 #include <memory>
@@ -8,12 +12,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/config.h"
 #include "model/decode.h"
 #include "model/document.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
 #include "model/qa_model.h"
-#include "model/tokenizer.h"
-#include "model/weights.h"
+#include "model/tokenizers/tokenizer.h"
 
 namespace longqa {
 
@@ -38,7 +42,7 @@ struct EngineOptions {
 
 class Engine {
  public:
-  // Loads config.json, model.safetensors and spm.model from a model folder.
+  // Loads a model folder (model/format/model_folder.h).
   static absl::StatusOr<std::unique_ptr<Engine>> LoadFromDir(const std::string& dir,
                                                              const EngineOptions& options);
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,

@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 
-#include "model/exact_match.h"
-#include "model/trainable_ops.h"
-#include "model/transformer_layer.h"
+#include "model/encoders/exact_match.h"
+#include "model/encoders/trainable_ops.h"
+#include "model/encoders/transformer_layer.h"
 
 namespace longqa {
 namespace {

@@ -8,11 +8,11 @@
 #include <memory>
 #include <vector>
 
-#include "model/cluster_former.h"
-#include "model/config.h"
 #include "model/document.h"
-#include "model/etc_encoder.h"
-#include "model/weights.h"
+#include "model/encoders/cluster_former.h"
+#include "model/encoders/etc_encoder.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
 
 namespace longqa {
 

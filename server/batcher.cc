@@ -4,10 +4,9 @@
 
 namespace longqa {
 
-using SteadyClock = std::chrono::steady_clock;
-
-Batcher::Batcher(const Engine& engine, const BatcherOptions& options, ServerMetrics* metrics)
-    : engine_(engine), options_(options), metrics_(metrics) {
+Batcher::Batcher(RunBatchFn run, const BatcherOptions& options, ServerMetrics* metrics,
+                 const Clock* clock)
+    : run_(std::move(run)), options_(options), metrics_(metrics), clock_(clock) {
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -29,7 +28,7 @@ absl::Status Batcher::Submit(std::unique_ptr<WorkItem> item) {
                                                      " tokens queued, limit ",
                                                      options_.max_queue_tokens, "; retry later"));
   }
-  item->enqueued = SteadyClock::now();
+  item->enqueued = clock_->Now();
   queued_tokens_ += item->tokens;
   queue_.push_back(std::move(item));
   metrics_->SetQueue(static_cast<int64_t>(queue_.size()), queued_tokens_);
@@ -41,7 +40,12 @@ bool Batcher::Drain(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   accepting_ = false;
   work_cv_.notify_all();  // a batch waiting for more requests closes now
-  return idle_cv_.wait_for(lock, timeout, [this] { return queue_.empty() && running_ == 0; });
+  const Clock::Time until = clock_->Now() + timeout;
+  while (!queue_.empty() || running_ > 0) {
+    if (clock_->Now() >= until) return false;
+    clock_->WaitUntil(lock, idle_cv_, until);
+  }
+  return true;
 }
 
 void Batcher::WorkerLoop() {
@@ -50,17 +54,18 @@ void Batcher::WorkerLoop() {
   while (true) {
     work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping with nothing left
-    // Let the batch fill until its token budget or its oldest request's delay runs out.
-    const auto close_at = queue_.front()->enqueued + delay;
-    while (!queue_.empty() && accepting_ && queued_tokens_ < options_.max_batch_tokens &&
-           SteadyClock::now() < close_at) {
-      work_cv_.wait_until(lock, close_at);
+    // An idle engine starts at once. While another batch runs, let this one fill until its token
+    // budget or its oldest request's delay runs out, whichever comes first.
+    const Clock::Time close_at = queue_.front()->enqueued + delay;
+    while (!queue_.empty() && accepting_ && running_ > 0 &&
+           queued_tokens_ < options_.max_batch_tokens && clock_->Now() < close_at) {
+      clock_->WaitUntil(lock, work_cv_, close_at);
     }
     if (queue_.empty()) continue;  // another worker took it
 
     std::vector<std::unique_ptr<WorkItem>> batch, dropped;
     int64_t batch_tokens = 0;
-    const auto now_wall = std::chrono::system_clock::now();
+    const Clock::WallTime now_wall = clock_->WallNow();
     while (!queue_.empty() &&
            (batch.empty() || batch_tokens + queue_.front()->tokens <= options_.max_batch_tokens)) {
       std::unique_ptr<WorkItem> item = std::move(queue_.front());
@@ -81,7 +86,7 @@ void Batcher::WorkerLoop() {
     if (!queue_.empty()) work_cv_.notify_one();  // leftovers for another worker
     lock.unlock();
 
-    const auto started = SteadyClock::now();
+    const Clock::Time started = clock_->Now();
     for (auto& item : dropped) {
       const bool expired = item->deadline <= now_wall;
       metrics_->RecordDropped(expired ? "deadline" : "cancelled");
@@ -96,7 +101,7 @@ void Batcher::WorkerLoop() {
       for (const auto& item : batch) requests.push_back(&item->prepared);
       metrics_->RecordBatch(static_cast<int64_t>(batch.size()), batch_tokens);
       Engine::BatchTiming batch_timing;
-      auto answers = engine_.Run(requests, &batch_timing);
+      auto answers = run_(requests, &batch_timing);
       for (size_t i = 0; i < batch.size(); ++i) {
         WorkTiming timing;
         timing.queue_seconds = std::chrono::duration<double>(started - batch[i]->enqueued).count();
@@ -111,6 +116,7 @@ void Batcher::WorkerLoop() {
 
     lock.lock();
     running_ -= taken;
+    if (running_ == 0) work_cv_.notify_all();  // the engine is idle: a filling batch starts now
     if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
   }
 }

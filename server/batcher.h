@@ -1,8 +1,11 @@
-// The token-budget dynamic batcher: a queue bounded by total queued tokens; a batch closes when
-// its requests hold max_batch_tokens or max_batch_delay_ms after its oldest request arrived,
-// whichever comes first. Requests whose deadline passed or whose client cancelled are dropped
-// before compute (and counted). Workers run batches on the engine; every accepted request gets
-// exactly one `done` call.
+// The token-budget dynamic batcher: a queue bounded by total queued tokens. On an idle engine a
+// request starts at once; while a batch runs, the next one fills until its requests hold
+// max_batch_tokens or max_batch_delay_ms after its oldest request arrived, whichever comes first
+// (requests that arrive during a run are batched anyway, by waiting for it). Requests whose
+// deadline passed or whose client cancelled are dropped before compute (and counted). Workers run
+// batches on the engine; every accepted request gets exactly one `done` call. The batcher sees the
+// engine only as a run-batch function and time only through a Clock, so tests drive it with a fake
+// of each (tests/unit/batcher_test.cc).
 #pragma once
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/engine.h"
+#include "server/clock.h"
 #include "server/metrics.h"
 
 namespace longqa {
@@ -39,15 +43,22 @@ struct WorkTiming {
 struct WorkItem {
   PreparedRequest prepared;
   int64_t tokens = 0;  // the batching cost: question + document tokens
-  std::chrono::steady_clock::time_point enqueued;
-  std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
+  Clock::Time enqueued;
+  Clock::WallTime deadline = Clock::WallTime::max();
   std::function<bool()> is_cancelled;  // optional
   std::function<void(absl::StatusOr<QaAnswer>, const WorkTiming&)> done;
 };
 
+// Answers a batch: one result per request, in order; never throws (Engine::Run).
+using RunBatchFn = std::function<std::vector<absl::StatusOr<QaAnswer>>(
+    const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing)>;
+
 class Batcher {
  public:
-  Batcher(const Engine& engine, const BatcherOptions& options, ServerMetrics* metrics);
+  // `run` is called from the worker threads, up to `options.workers` at once. `metrics` and
+  // `clock` must outlive the batcher.
+  Batcher(RunBatchFn run, const BatcherOptions& options, ServerMetrics* metrics,
+          const Clock* clock = &Clock::Real());
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -62,9 +73,10 @@ class Batcher {
  private:
   void WorkerLoop();
 
-  const Engine& engine_;
+  const RunBatchFn run_;
   const BatcherOptions options_;
   ServerMetrics* metrics_;
+  const Clock* clock_;
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;

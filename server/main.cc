@@ -8,9 +8,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "base/version.h"
 #include "server/options.h"
 #include "server/server.h"
-#include "server/version.h"
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(

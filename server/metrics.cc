@@ -24,14 +24,34 @@ Histogram* MakeHistogram(prometheus::Registry& registry, const std::string& name
   return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
 }
 
+prometheus::Family<prometheus::Counter>* CounterFamily(prometheus::Registry& registry,
+                                                       const std::string& name,
+                                                       const std::string& help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Counter* MakeCounter(prometheus::Registry& registry, const std::string& name,
+                                 const std::string& help) {
+  return &CounterFamily(registry, name, help)->Add({});
+}
+
+prometheus::Family<prometheus::Gauge>* GaugeFamily(prometheus::Registry& registry,
+                                                   const std::string& name,
+                                                   const std::string& help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Gauge* MakeGauge(prometheus::Registry& registry, const std::string& name,
+                             const std::string& help) {
+  return &GaugeFamily(registry, name, help)->Add({});
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  requests_ = &prometheus::BuildCounter()
-                   .Name("longqa_requests_total")
-                   .Help("Requests finished, by gRPC method and status code")
-                   .Register(r);
+  requests_ = CounterFamily(r, "longqa_requests_total",
+                            "Requests finished, by gRPC method and status code");
   request_seconds_ = &prometheus::BuildHistogram()
                           .Name("longqa_request_duration_seconds")
                           .Help("Total server time per request, by method")
@@ -55,43 +75,18 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   document_windows_ =
       MakeHistogram(r, "longqa_document_windows", "Cluster-Former windows per request (1 for ETC)",
                     PowersOfTwo(1, 12));
-  tokens_processed_ = &prometheus::BuildCounter()
-                           .Name("longqa_tokens_processed_total")
-                           .Help("Question and document tokens run through the model")
-                           .Register(r)
-                           .Add({});
-  answers_ = &prometheus::BuildCounter()
-                  .Name("longqa_answers_total")
-                  .Help("Answers by type (no_answer, yes, no, short, long_only)")
-                  .Register(r);
-  dropped_ = &prometheus::BuildCounter()
-                  .Name("longqa_dropped_requests_total")
-                  .Help("Requests dropped before compute, by reason (deadline, cancelled)")
-                  .Register(r);
-  queue_requests_ = &prometheus::BuildGauge()
-                         .Name("longqa_queue_requests")
-                         .Help("Requests waiting in the batching queue")
-                         .Register(r)
-                         .Add({});
-  queue_tokens_ = &prometheus::BuildGauge()
-                       .Name("longqa_queue_tokens")
-                       .Help("Tokens waiting in the batching queue")
-                       .Register(r)
-                       .Add({});
-  in_flight_ = &prometheus::BuildGauge()
-                    .Name("longqa_inflight_requests")
-                    .Help("Requests accepted and not yet answered")
-                    .Register(r)
-                    .Add({});
-  model_info_ = &prometheus::BuildGauge()
-                     .Name("longqa_model_info")
-                     .Help("The served model (always 1), with its labels")
-                     .Register(r);
-  resident_memory_ = &prometheus::BuildGauge()
-                          .Name("longqa_process_resident_memory_bytes")
-                          .Help("Resident memory of the server process")
-                          .Register(r)
-                          .Add({});
+  tokens_processed_ = MakeCounter(r, "longqa_tokens_processed_total",
+                                  "Question and document tokens run through the model");
+  answers_ = CounterFamily(r, "longqa_answers_total",
+                           "Answers by type (no_answer, yes, no, short, long_only)");
+  dropped_ = CounterFamily(r, "longqa_dropped_requests_total",
+                           "Requests dropped before compute, by reason (deadline, cancelled)");
+  queue_requests_ = MakeGauge(r, "longqa_queue_requests", "Requests waiting in the batching queue");
+  queue_tokens_ = MakeGauge(r, "longqa_queue_tokens", "Tokens waiting in the batching queue");
+  in_flight_ = MakeGauge(r, "longqa_inflight_requests", "Requests accepted and not yet answered");
+  model_info_ = GaugeFamily(r, "longqa_model_info", "The served model (always 1), with its labels");
+  resident_memory_ =
+      MakeGauge(r, "longqa_process_resident_memory_bytes", "Resident memory of the server process");
 }
 
 void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,

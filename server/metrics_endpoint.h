@@ -1,7 +1,7 @@
 // Serves a prometheus-cpp registry as the Prometheus text format at GET /metrics over HTTP.
 //
 // Why not prometheus-cpp's own Exposer: it runs on civetweb, whose fixed 100 KB thread stacks are
-// refused beside LibTorch + OpenBLAS's static TLS (../shared/ENVIRONMENT.md). cpp-httplib's threads
+// refused beside LibTorch + OpenBLAS's static TLS (docs/environment.md). cpp-httplib's threads
 // use the default stack.
 #pragma once
 

@@ -4,12 +4,13 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "model/status_macros.h"
-#include "server/version.h"
+#include "base/status_macros.h"
+#include "base/version.h"
 
 namespace longqa {
 namespace {
@@ -53,6 +54,12 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   LONGQA_ASSIGN_OR_RETURN(
       s->engine_, Engine::LoadFromDir(options.model_dir, {options.threads, options.device}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
+  // A converted checkpoint without some heads serves random ones: say so, every start.
+  for (const std::string& head : s->engine_->config().untrained_heads) {
+    std::cerr << "longqa-server: WARNING: head '" << head << "' of " << options.model_dir
+              << " is untrained (initialised at random by the importer): its scores mean "
+                 "nothing until the model is fine-tuned\n";
+  }
   std::string token;
   if (!options.auth_token_file.empty()) {
     LONGQA_ASSIGN_OR_RETURN(token, ReadFile(options.auth_token_file, "--auth_token_file"));
@@ -63,15 +70,19 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
 
   s->metrics_ = std::make_unique<ServerMetrics>();
   const ModelConfig& c = s->engine_->config();
-  s->metrics_->SetModelInfo(ModelName(options.model_dir),
-                            c.architecture == Architecture::kEtc ? "etc" : "cluster_former",
+  s->metrics_->SetModelInfo(ModelName(options.model_dir), ArchitectureName(c.architecture),
                             s->engine_->device().str(), kVersion);
   BatcherOptions batcher_options;
   batcher_options.max_batch_tokens = options.max_batch_tokens;
   batcher_options.max_batch_delay_ms = options.max_batch_delay_ms;
   batcher_options.max_queue_tokens = options.max_queue_tokens;
   batcher_options.workers = options.workers;
-  s->batcher_ = std::make_unique<Batcher>(*s->engine_, batcher_options, s->metrics_.get());
+  const Engine* engine = s->engine_.get();
+  s->batcher_ = std::make_unique<Batcher>(
+      [engine](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing) {
+        return engine->Run(batch, timing);
+      },
+      batcher_options, s->metrics_.get());
   s->service_ = std::make_unique<QaService>(*s->engine_, s->batcher_.get(), s->metrics_.get(),
                                             options, token);
 

@@ -33,6 +33,10 @@ class LongqaServer {
  private:
   LongqaServer() = default;
 
+  // Members are destroyed in reverse order, and shutdown relies on it: the gRPC server goes first
+  // (no handler runs any more), then the service, then the batcher (its workers join after
+  // answering what was queued), then the metrics endpoint, the metrics and last the engine that
+  // the batcher's run function and the service point at.
   ServerOptions options_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServerMetrics> metrics_;

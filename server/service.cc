@@ -4,8 +4,8 @@
 #include <deque>
 #include <mutex>
 
+#include "base/version.h"
 #include "server/convert.h"
-#include "server/version.h"
 
 namespace longqa {
 
@@ -20,30 +20,9 @@ double SecondsSince(SteadyClock::time_point t) {
 }  // namespace
 
 std::string StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "CODE_" + std::to_string(static_cast<int>(code));
-  }
+  // gRPC and Abseil number their codes alike and spell them alike ("RESOURCE_EXHAUSTED").
+  const std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? "CODE_" + std::to_string(static_cast<int>(code)) : name;
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -258,7 +237,7 @@ grpc::ServerUnaryReactor* QaService::GetModelInfo(grpc::CallbackServerContext* c
   grpc::Status status = CheckAuth(context);
   if (status.ok()) {
     const ModelConfig& c = engine_.config();
-    info->set_architecture(c.architecture == Architecture::kEtc ? "etc" : "cluster_former");
+    info->set_architecture(ArchitectureName(c.architecture));
     info->set_name(ModelName(options_.model_dir));
     info->set_device(engine_.device().str());
     info->set_hidden_size(static_cast<uint32_t>(c.hidden_size));

@@ -8,7 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "model/centroid_builder.h"
+#include "tools/centroid_builder.h"
 
 ABSL_FLAG(std::string, model_dir, "", "Model folder to update (model.safetensors is rewritten)");
 ABSL_FLAG(std::string, corpus, "",

@@ -5,7 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "model/random_model.h"
+#include "tools/random_model.h"
 
 ABSL_FLAG(std::string, out, "", "Folder to write (created if missing)");
 ABSL_FLAG(std::string, architecture, "cluster_former", "cluster_former or etc");

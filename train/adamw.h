@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "model/weights.h"
+#include "model/format/weights.h"
 
 namespace longqa {
 

@@ -8,13 +8,12 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "model/safetensors.h"
-#include "model/status_macros.h"
+#include "base/status_macros.h"
+#include "model/format/model_folder.h"
+#include "model/format/safetensors.h"
 
 namespace longqa {
 namespace {
-
-constexpr char kStateFile[] = "/trainer_state.json";
 
 absl::Status WriteTextAtomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -31,11 +30,14 @@ absl::Status WriteTextAtomically(const std::string& path, const std::string& tex
 
 }  // namespace
 
-bool HasTrainerState(const std::string& dir) { return std::filesystem::exists(dir + kStateFile); }
+bool HasTrainerState(const std::string& dir) {
+  return std::filesystem::exists(ModelFilePath(dir, kTrainerStateFile));
+}
 
 absl::StatusOr<TrainerState> LoadTrainerState(const std::string& dir) {
-  std::ifstream in(dir + kStateFile);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", dir, kStateFile));
+  const std::string path = ModelFilePath(dir, kTrainerStateFile);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
   try {
@@ -47,34 +49,33 @@ absl::StatusOr<TrainerState> LoadTrainerState(const std::string& dir) {
     s.examples_seen = j.value("examples_seen", int64_t{0});
     return s;
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, kStateFile, ": ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
   }
 }
 
 absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
-                            const TensorMap& weights, const std::string& spm_source,
+                            const TensorMap& weights, const std::string& tokenizer_dir,
                             const AdamW& optimizer, const TrainerState& state) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   LONGQA_RETURN_IF_ERROR(
-      WriteTextAtomically(dir + "/config.json", ModelConfigToJson(config) + "\n"));
+      WriteTextAtomically(ModelFilePath(dir, kConfigFile), ModelConfigToJson(config) + "\n"));
   TensorMap detached;
   for (const auto& [name, t] : weights) detached[name] = t.detach();
-  LONGQA_RETURN_IF_ERROR(WriteSafetensors(dir + "/model.safetensors", detached));
-  const std::string spm = dir + "/spm.model";
-  if (!std::filesystem::exists(spm) || !std::filesystem::equivalent(spm_source, spm)) {
-    std::filesystem::copy_file(spm_source, spm, std::filesystem::copy_options::overwrite_existing,
-                               ec);
-    if (ec)
-      return absl::InternalError(absl::StrCat("cannot copy ", spm_source, ": ", ec.message()));
+  LONGQA_RETURN_IF_ERROR(WriteSafetensors(ModelFilePath(dir, kWeightsFile), detached));
+  const std::string source = ModelFilePath(tokenizer_dir, TokenizerFile(config));
+  const std::string copy = ModelFilePath(dir, TokenizerFile(config));
+  if (!std::filesystem::exists(copy) || !std::filesystem::equivalent(source, copy)) {
+    std::filesystem::copy_file(source, copy, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot copy ", source, ": ", ec.message()));
   }
-  LONGQA_RETURN_IF_ERROR(WriteSafetensors(dir + "/optimizer.safetensors", optimizer.State()));
+  LONGQA_RETURN_IF_ERROR(WriteSafetensors(ModelFilePath(dir, kOptimizerFile), optimizer.State()));
   const nlohmann::json j = {{"step", state.step},
                             {"stage", state.stage},
                             {"stage_step", state.stage_step},
                             {"examples_seen", state.examples_seen}};
-  return WriteTextAtomically(dir + kStateFile, j.dump(2) + "\n");
+  return WriteTextAtomically(ModelFilePath(dir, kTrainerStateFile), j.dump(2) + "\n");
 }
 
 }  // namespace longqa

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
 #include "train/adamw.h"
 
 namespace longqa {
@@ -25,10 +25,10 @@ bool HasTrainerState(const std::string& dir);
 absl::StatusOr<TrainerState> LoadTrainerState(const std::string& dir);
 
 // Writes the model files, then the optimizer state, then trainer_state.json last (each file
-// atomically), so a checkpoint with a state file is complete. `spm_source` is copied unless it
-// already is dir/spm.model.
+// atomically), so a checkpoint with a state file is complete. The tokenizer file of
+// `tokenizer_dir` is copied unless tokenizer_dir is dir.
 absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
-                            const TensorMap& weights, const std::string& spm_source,
+                            const TensorMap& weights, const std::string& tokenizer_dir,
                             const AdamW& optimizer, const TrainerState& state);
 
 }  // namespace longqa

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <map>
 
-#include "model/config.h"
-#include "model/kmeans.h"
-#include "model/weights.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
+#include "tools/kmeans.h"
 
 namespace longqa {
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "model/request_json.h"
-#include "model/status_macros.h"
 
 namespace longqa {
 namespace {

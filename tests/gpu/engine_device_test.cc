@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "model/engine.h"
-#include "model/random_model.h"
+#include "tools/random_model.h"
 
 namespace longqa {
 namespace {

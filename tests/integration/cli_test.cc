@@ -11,12 +11,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/random_model.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "model/format/safetensors.h"
+#include "model/format/weights.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_models.h"
 #include "tests/integration/test_pki.h"
+#include "tools/random_model.h"
 
 namespace longqa {
 namespace {

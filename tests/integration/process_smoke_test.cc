@@ -1,7 +1,7 @@
 // The foundation's proof that the dependencies live together in one process: sentencepiece
 // (trained here, then loaded and used), LibTorch, a gRPC server with health and reflection, and
 // the Prometheus text page over HTTP, all started, used and stopped in one test binary.
-// (Debian's prebuilt sentencepiece crashed such a process at start-up; ../shared/ENVIRONMENT.md.)
+// (Debian's prebuilt sentencepiece crashed such a process at start-up; docs/environment.md.)
 #include <ATen/ATen.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -15,8 +15,8 @@
 #include <fstream>
 
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "model/sentencepiece_trainer.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/sentencepiece_tokenizer.h"
+#include "model/tokenizers/sentencepiece_trainer.h"
 #include "server/metrics_endpoint.h"
 
 namespace longqa {
@@ -46,7 +46,7 @@ TEST(ProcessSmokeTest, SentencePieceTorchGrpcAndMetricsInOneProcess) {
   ASSERT_TRUE(
       TrainSentencePiece((dir / "corpus.txt").string(), (dir / "spm").string(), 48, {}, &error))
       << error;
-  auto tokenizer = Tokenizer::Load((dir / "spm.model").string(), &error);
+  auto tokenizer = SentencePieceTokenizer::Load((dir / "spm.model").string(), &error);
   ASSERT_NE(tokenizer, nullptr) << error;
   EXPECT_EQ(tokenizer->vocab_size(), 48);
   const std::string text = "Where was Ada born? In München, by the river.";

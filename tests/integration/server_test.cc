@@ -16,10 +16,10 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "longqa/v1/qa.grpc.pb.h"
 #include "model/engine.h"
-#include "model/random_model.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_models.h"
 #include "tests/integration/test_pki.h"
+#include "tools/random_model.h"
 
 namespace longqa {
 namespace {
@@ -177,10 +177,16 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
 }
 
 TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
-  // A batch closes only after 1.5 s here: both requests are still queued when it does.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--max_batch_delay_ms=1500"});
+  // An idle engine starts a request at once, so the two requests under test wait in the queue
+  // behind a long one (several seconds on the test model) while one expires and one is cancelled.
+  ServerProcess server({"--model_dir=" + ModelDir()});
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
+  std::thread busy([&] {
+    v1::AnswerResponse big;
+    EXPECT_TRUE(Call(*stub, Request("kalo", Document(400, 120)), &big, 120000).ok());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the long request is running
   v1::AnswerResponse r;
   grpc::ClientContext cancelled;
   v1::AnswerResponse cr;
@@ -192,11 +198,20 @@ TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
             grpc::StatusCode::DEADLINE_EXCEEDED);
   cancelled.TryCancel();
   EXPECT_EQ(cancelled_status.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1800));  // the batch closes
-  const std::string page = Scrape(server.metrics_port());
+  busy.join();
+  // The worker answers the long request, then takes both queued ones and drops them.
+  std::string page;
+  for (int i = 0; i < 100; ++i) {
+    page = Scrape(server.metrics_port());
+    if (Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}") >= 1 &&
+        Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}") >= 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1);
-  EXPECT_EQ(Sample(page, "longqa_batch_size_requests_count"), 0);  // nothing was computed
+  EXPECT_EQ(Sample(page, "longqa_batch_size_requests_count"), 1);  // only the long one ran
   EXPECT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &r, 10000).ok());  // still serving
 }
 

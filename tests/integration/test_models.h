@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model/random_model.h"
+#include "tools/random_model.h"
 
 namespace longqa::testing_support {
 

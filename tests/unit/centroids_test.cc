@@ -8,12 +8,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/centroid_builder.h"
-#include "model/cluster_former.h"
+#include "model/encoders/cluster_former.h"
 #include "model/engine.h"
-#include "model/random_model.h"
-#include "model/safetensors.h"
+#include "model/format/safetensors.h"
 #include "tests/integration/test_models.h"
+#include "tools/centroid_builder.h"
+#include "tools/random_model.h"
 
 namespace longqa {
 namespace {

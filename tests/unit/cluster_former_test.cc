@@ -1,7 +1,7 @@
 // The Cluster-Former encoder against an independent plain-LibTorch formulation written here in
 // fp64 (per-head loops, explicit softmax, LayerNorm and GELU; windows and chunks run one at a
 // time without padding). The model runs in fp32: tolerance 2e-4 absolute on LayerNorm'd states.
-#include "model/cluster_former.h"
+#include "model/encoders/cluster_former.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "model/exact_match.h"
-#include "model/window_plan.h"
+#include "model/encoders/exact_match.h"
 #include "tests/unit/reference_layers.h"
 #include "tests/unit/test_model.h"
 
@@ -196,28 +195,6 @@ TEST(ClusterFormerTest, ExactMatchFeatureAddsItsEmbeddingToMatchingContextTokens
   ASSERT_GT(std::count(flags.begin(), flags.end(), 1), 0);  // ids 5..39: many repeats
   ASSERT_GT(std::count(flags.begin(), flags.end(), 0), 0);
   ExpectMatchesReference(c, inputs, 19);
-}
-
-TEST(ExactMatchTest, FlagsDocumentTokensWhoseIdIsAQuestionPiece) {
-  EXPECT_EQ(ExactMatchFlags({7, 9, 7}, {4, 9, 8, 7, 9, 4}),
-            (std::vector<int64_t>{0, 1, 0, 1, 1, 0}));
-  EXPECT_EQ(ExactMatchFlags({}, {4, 5}), (std::vector<int64_t>{0, 0}));
-}
-
-TEST(WindowPlanTest, EveryContextTokenHasOneRowAndEveryCopyMerges) {
-  const std::vector<WindowInput> inputs = {RandomInput(4, 37, 50, 1), RandomInput(6, 5, 50, 2)};
-  const WindowPlan plan = PlanWindows(inputs, 10, 4, 1);
-  EXPECT_EQ(plan.num_windows, NumWindows(37, 10, 4) + 1);
-  EXPECT_EQ(NumWindows(37, 10, 4), 8);  // 1 + ceil(27 / 4)
-  EXPECT_EQ(plan.num_rows, 8 * 4 + 37 + 1 * 6 + 5);
-  std::vector<int64_t> rows = plan.context_rows;
-  std::sort(rows.begin(), rows.end());
-  EXPECT_EQ(std::unique(rows.begin(), rows.end()), rows.end());
-  // A context token in the middle sits in ceil(l / m) = 3 windows; the CSR averages all copies.
-  const int64_t row = plan.context_rows[20];
-  EXPECT_EQ(plan.merge_offsets[row + 1] - plan.merge_offsets[row], 3);
-  const ChunkPlan chunks = PlanChunks(plan.rows_begin, 4);
-  EXPECT_EQ(chunks.num_chunks, (8 * 4 + 37 + 3) / 4 + (6 + 5 + 3) / 4);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The engine end to end on a random-weight model: batching invariance, byte offsets on random
-// Unicode, request validation, loading from a model folder; plus paragraph splitting and UTF-8.
+// Unicode, request validation, loading from a model folder.
 #include "model/engine.h"
 
 #include <ATen/ATen.h>
@@ -12,7 +12,7 @@
 #include <random>
 
 #include "model/document.h"
-#include "model/safetensors.h"
+#include "model/format/safetensors.h"
 #include "tests/unit/test_model.h"
 
 namespace longqa {
@@ -41,51 +41,6 @@ std::string Document(int paragraphs, int words, int seed) {
   std::string text;
   for (int p = 0; p < paragraphs; ++p) text += (p ? "\n\n" : "") + Words(words, seed * 100 + p);
   return text;
-}
-
-TEST(DocumentTest, SplitsParagraphsAtBlankLines) {
-  const std::string text = "\n  \nfirst line\nsecond\r\n \t\r\nthird\r\n\r\n\n last \n";
-  const auto ranges = SplitParagraphs(text);
-  ASSERT_EQ(ranges.size(), 3u);
-  auto slice = [&](ByteRange r) { return text.substr(r.first, r.second - r.first); };
-  EXPECT_EQ(slice(ranges[0]), "first line\nsecond");
-  EXPECT_EQ(slice(ranges[1]), "third");
-  EXPECT_EQ(slice(ranges[2]), " last ");
-  EXPECT_TRUE(SplitParagraphs(" \n\t\n").empty());
-  std::vector<ByteRange> joined;
-  EXPECT_EQ(JoinParagraphs({"a", "", "bc"}, &joined), "a\n\n\n\nbc");
-  EXPECT_EQ(joined, (std::vector<ByteRange>{{0, 1}, {3, 3}, {5, 7}}));
-}
-
-TEST(DocumentTest, ValidatesUtf8) {
-  EXPECT_TRUE(IsValidUtf8("plain, é, 東京, 😀"));
-  EXPECT_FALSE(IsValidUtf8("\xC3"));              // truncated
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // past U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\x80"));
-}
-
-TEST(DecodeTest, ShortAnswerDropsTrailingPunctuationGluedToAPiece) {
-  // "Born in 1808. Yes": the pieces " 18" and "08." make the best span "1808.".
-  const std::string text = "Born in 1808. Yes";
-  TokenizedDocument doc;
-  doc.ids = {4, 10, 11, 12, 13, 14};
-  doc.spans = {{0, 0}, {0, 4}, {4, 7}, {7, 10}, {10, 13}, {13, 17}};
-  doc.token_paragraph = {0, 0, 0, 0, 0, 0};
-  doc.paragraph_bytes = {{0, 17}};
-  doc.paragraph_token = {0};
-  RequestLogits logits;
-  logits.type_logits = {0, 0, 0, 5, 0};
-  logits.start = {0, 0, 0, 9, 0, 0};
-  logits.end = {0, 0, 0, 0, 9, 0};
-  logits.long_score = {1, 0, 0, 0, 0, 0};
-  const QaAnswer a = DecodeAnswer(logits, doc, text, {});
-  ASSERT_EQ(a.type, AnswerType::kShort);
-  ASSERT_EQ(a.short_answers.size(), 1u);
-  EXPECT_EQ(text.substr(a.short_answers[0].byte_begin,
-                        a.short_answers[0].byte_end - a.short_answers[0].byte_begin),
-            "1808");
 }
 
 TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {

@@ -6,8 +6,8 @@
 
 #include <random>
 
+#include "model/encoders/etc_encoder.h"
 #include "model/engine.h"
-#include "model/etc_encoder.h"
 #include "tests/unit/reference_layers.h"
 #include "tests/unit/test_model.h"
 

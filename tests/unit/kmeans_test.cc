@@ -1,6 +1,6 @@
 // K-Means recovers planted clusters; the greedy order follows nearest unused neighbours; the
 // memory bank keeps the most recent rows.
-#include "model/kmeans.h"
+#include "tools/kmeans.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -16,7 +16,7 @@ TEST(NqEvalTest, HandComputedFigures) {
       {"e", {}, {}, "NONE"},
   };
   const std::vector<NqPrediction> predictions = {
-      {"a", {0, 10}, 0.9, {{2, 4}}, 0.9, "NONE"},                // long ✓, short ✓
+      {"a", {0, 10}, 0.9, {{2, 4}}, 0.9, "NONE"},               // long ✓, short ✓
       {"b", {20, 30}, 0.8, {{25, 27}, {21, 22}}, 0.8, "NONE"},  // long ✓, short ✓ (same set)
       {"c", {40, 50}, 0.3, {}, 0.3, "NO"},                      // long ✓, short ✗ (NO vs YES)
       {"d", {61, 70}, 0.7, {{62, 63}}, 0.7, "NONE"},            // long ✗, short ✗ (gold none)

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
-#include "model/weights.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
 
 namespace longqa {
 

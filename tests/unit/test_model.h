@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "model/config.h"
-#include "model/sentencepiece_trainer.h"
-#include "model/tokenizer.h"
-#include "model/weights.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
+#include "model/tokenizers/sentencepiece_tokenizer.h"
+#include "model/tokenizers/sentencepiece_trainer.h"
 
 namespace longqa::testing_support {
 
@@ -61,7 +61,7 @@ inline std::unique_ptr<Tokenizer> TestTokenizer() {
     return (dir / "spm.model").string();
   }();
   std::string error;
-  auto tokenizer = Tokenizer::Load(path, &error);
+  std::unique_ptr<Tokenizer> tokenizer = SentencePieceTokenizer::Load(path, &error);
   if (tokenizer == nullptr) throw std::runtime_error(error);
   return tokenizer;
 }

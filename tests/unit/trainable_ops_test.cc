@@ -1,6 +1,6 @@
 // Gradients of the kernels' autograd wrappers against plain differentiable LibTorch formulations
 // (fp64, random inputs, odd sizes; exact up to 1e-10), and the forward equals the kernel's.
-#include "model/trainable_ops.h"
+#include "model/encoders/trainable_ops.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

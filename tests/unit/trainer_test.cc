@@ -8,10 +8,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "model/engine.h"
+#include "model/format/model_folder.h"
+#include "model/format/safetensors.h"
 #include "model/qa_model.h"
-#include "model/safetensors.h"
 #include "tests/unit/test_model.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
@@ -215,15 +217,14 @@ TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
   ExpectTrainable(EtcTinyConfig());
 }
 
-TEST(CheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
+TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
   const ModelConfig c = TinyConfig("SS", 16, 12);
   const auto dir = std::filesystem::temp_directory_path() / "longqa_trainer_checkpoint_test";
   std::filesystem::remove_all(dir);
-  const std::string spm = (dir.string() + "-spm.model");
-  {
-    // The test tokenizer's file: any file stands in for spm.model here.
-    std::ofstream(spm) << "spm";
-  }
+  // The folder the tokenizer is copied from: any file stands in for spm.model here.
+  const auto source = std::filesystem::temp_directory_path() / "longqa_trainer_checkpoint_source";
+  std::filesystem::create_directories(source);
+  std::ofstream(source / kSentencePieceFile) << "spm";
   auto params_of = [](TensorMap& w) {
     TensorMap p;
     for (auto& [name, t] : w) p[name] = t.requires_grad_(true);
@@ -245,10 +246,12 @@ TEST(CheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
   TensorMap first = RandomWeights(c, 7);
   AdamW first_adam(params_of(first), {});
   train(first, first_adam, 2);
-  ASSERT_TRUE(SaveCheckpoint(dir.string(), c, first, spm, first_adam, {2, 0, 2, 6}).ok());
+  ASSERT_TRUE(
+      SaveCheckpoint(dir.string(), c, first, source.string(), first_adam, {2, 0, 2, 6}).ok());
   const TrainerState state = *LoadTrainerState(dir.string());
   EXPECT_EQ(state.step, 2);
   EXPECT_EQ(state.examples_seen, 6);
+  EXPECT_TRUE(std::filesystem::exists(dir / kSentencePieceFile));
   TensorMap resumed = *LoadWeights(dir.string() + "/model.safetensors", c);
   AdamW resumed_adam(params_of(resumed), {});
   const auto file = *SafetensorsFile::Open(dir.string() + "/optimizer.safetensors");
@@ -260,7 +263,7 @@ TEST(CheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
     EXPECT_TRUE(at::allclose(resumed.at(name), t, 1e-6, 1e-7)) << name;
   }
   std::filesystem::remove_all(dir);
-  std::filesystem::remove(spm);
+  std::filesystem::remove_all(source);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+#include "model/encoders/cluster_former.h"
+
+#include <ATen/ATen.h>
+
+#include "kernels/ops.h"
+#include "model/encoders/trainable_ops.h"
+
+namespace longqa {
+namespace {
+
+at::Tensor ToDevice(const std::vector<int64_t>& v, const at::Device& device) {
+  return at::tensor(v, at::kLong).to(device);
+}
+
+}  // namespace
+
+ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights)
+    : config_(config), embeddings_(weights, config) {
+  for (int64_t i = 0; i < config.num_layers(); ++i) {
+    layers_.emplace_back(weights, LayerScope(i), config);
+    centroids_.push_back(config.layers[i] == 'C' ? WeightAt(weights, LayerScope(i) + ".centroids")
+                                                 : at::Tensor());
+  }
+}
+
+at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Device& device,
+                                         const ClusterLayerObserver& observer) const {
+  const int64_t kt = plan.num_windows;
+  const int64_t t_len = plan.window_len;
+  const int64_t d = config_.hidden_size;
+  const int64_t m = config_.stride_tokens;
+
+  const at::Tensor window_index = ToDevice(plan.window_index, device);
+  const at::Tensor window_valid = (window_index >= 0).view({kt, t_len});
+  std::vector<int64_t> positions(plan.slot_positions.size());
+  for (size_t s = 0; s < positions.size(); ++s) {
+    // Padding takes RoBERTa's padding position (pad id); it is masked everywhere anyway.
+    positions[s] = plan.slot_positions[s] < 0 ? config_.special.pad
+                                              : plan.slot_positions[s] + config_.position_offset;
+  }
+  at::Tensor windows = embeddings_.Forward(ToDevice(plan.slot_tokens, device).view({kt, t_len}),
+                                           ToDevice(positions, device).view({kt, t_len}),
+                                           config_.exact_match_feature
+                                               ? ToDevice(plan.slot_match, device).view({kt, t_len})
+                                               : at::Tensor());
+  const at::Tensor merge_offsets = ToDevice(plan.merge_offsets, device);
+  const at::Tensor merge_sources = ToDevice(plan.merge_sources, device);
+
+  // Cluster layers share one chunk plan (it depends only on m and the requests' row counts).
+  const bool has_cluster_layer = config_.layers.find('C') != std::string::npos;
+  ChunkPlan chunk_plan;
+  at::Tensor rows_begin, sorted_to_slot, chunk_valid;
+  if (has_cluster_layer) {
+    chunk_plan = PlanChunks(plan.rows_begin, m);
+    rows_begin = ToDevice(plan.rows_begin, device);
+    sorted_to_slot = ToDevice(chunk_plan.sorted_to_slot, device);
+    chunk_valid =
+        at::tensor(std::vector<int64_t>(chunk_plan.slot_valid.begin(), chunk_plan.slot_valid.end()),
+                   at::kLong)
+            .to(device)
+            .view({chunk_plan.num_chunks, m})
+            .to(at::kBool);
+  }
+
+  at::Tensor hbar;  // [R, d]: undefined until the first layer has merged the windows
+  for (int64_t i = 0; i < config_.num_layers(); ++i) {
+    if (config_.layers[i] == 'S') {
+      if (hbar.defined()) windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
+      windows = layers_[i].Forward(windows, window_valid);
+      hbar = OverlapMergeTrainable(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
+      continue;
+    }
+    if (observer && !observer(i, hbar)) return hbar;
+    const at::Tensor& centroids = centroids_[i];
+    const at::Tensor cluster_ids = kernels::ClusterAssign(hbar.detach(), centroids);
+    const at::Tensor perm = kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));
+    at::Tensor chunk_index = at::full({chunk_plan.num_chunks * m}, -1, perm.options());
+    chunk_index.index_put_({sorted_to_slot}, perm);
+    const at::Tensor chunks = layers_[i].Forward(
+        GatherRowsTrainable(hbar, chunk_index).view({chunk_plan.num_chunks, m, d}), chunk_valid);
+    at::Tensor back = at::empty({plan.num_rows}, perm.options());
+    back.index_put_({perm}, sorted_to_slot);
+    hbar = GatherRowsTrainable(chunks.view({chunk_plan.num_chunks * m, d}), back);
+  }
+  return hbar;
+}
+
+}  // namespace longqa

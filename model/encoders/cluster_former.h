@@ -1,0 +1,40 @@
+// The Cluster-Former encoder (cluster_former_v2 §3): embeddings per window, then the layer plan:
+// S = a transformer layer over every window, then overlap averaging (eqs. 1-3); C = cosine
+// assignment of H̄'s rows to the layer's centroids (eq. 5), stable sort by cluster id per request,
+// chunks of m, a transformer layer over every chunk, rows back in their original order (eqs. 6-9).
+// All requests of a batch run together: windows (S) and chunks (C) of all requests are one batch.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
+
+#include "model/encoders/transformer_layer.h"
+#include "model/encoders/window_plan.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
+
+namespace longqa {
+
+class ClusterFormerEncoder {
+ public:
+  // `weights` must already be on the device the encoder will run on.
+  ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights);
+
+  // Called with H̄ [R, d] just before each cluster layer; returning false stops the forward pass
+  // there (the centroid builder needs only the states up to the layer it works on).
+  using ClusterLayerObserver = std::function<bool(int64_t layer, const at::Tensor& hbar)>;
+
+  // Runs every layer; returns H̄ [plan.num_rows, d] on `device`.
+  at::Tensor Forward(const WindowPlan& plan, const at::Device& device,
+                     const ClusterLayerObserver& observer = nullptr) const;
+
+ private:
+  ModelConfig config_;
+  Embeddings embeddings_;
+  std::vector<TransformerLayer> layers_;
+  std::vector<at::Tensor> centroids_;  // per layer; undefined for S layers
+};
+
+}  // namespace longqa

@@ -1,0 +1,54 @@
+// The ETC encoder (ETC §3 and appendix A; docs/references.md). Global input: CLS, one token per
+// question token, one segment token per paragraph. Long input: the document's tokens. Attention in
+// two softmaxes: global queries over g2g + g2l keys, long queries over l2g + l2l keys; l2l limited
+// to radius r and computed in blocks of r+1 (each block attends to itself and its two neighbours,
+// extra pairs masked). Relative labels replace absolute positions: clipped relative positions (k)
+// within each input, and "part of"/"not part of" between segment tokens and long tokens. Optional
+// hard g2l mask (a segment token sees only its own paragraph) and separate global projections.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "model/encoders/etc_plan.h"
+#include "model/encoders/transformer_layer.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
+
+namespace longqa {
+
+struct EtcOutput {
+  at::Tensor global_states;                       // [sum n_g, d], requests concatenated
+  at::Tensor long_states;                         // [sum n_l, d]
+  std::vector<int64_t> global_begin, long_begin;  // [n+1] offsets per request
+};
+
+class EtcEncoder {
+ public:
+  EtcEncoder(const ModelConfig& config, const TensorMap& weights);
+
+  // Dense parts run over the rows of all requests at once; attention runs per request.
+  EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device) const;
+
+ private:
+  struct Layer {
+    TransformerLayer base;                          // long (or shared) projections, output, FFN
+    at::Tensor gq_w, gq_b, gk_w, gk_b, gv_w, gv_b;  // separate global projections, if any
+    at::Tensor relative_key;                        // [L, d]
+  };
+  struct RequestTables;
+
+  // Attention context of one request: returns {global [n_g, d], long [n_l, d]}.
+  std::pair<at::Tensor, at::Tensor> Attend(const Layer& layer, const at::Tensor& qg,
+                                           const at::Tensor& kg, const at::Tensor& vg,
+                                           const at::Tensor& ql, const at::Tensor& kl,
+                                           const at::Tensor& vl, const RequestTables& t) const;
+
+  ModelConfig config_;
+  Embeddings embeddings_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace longqa

@@ -1,0 +1,104 @@
+#include "model/encoders/transformer_layer.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace longqa {
+namespace {
+// Attention scores of one group: B * heads * T * T floats at most (128 MiB).
+constexpr int64_t kMaxScoreElements = int64_t{32} << 20;
+}  // namespace
+
+const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name) {
+  const auto it = weights.find(name);
+  if (it == weights.end()) throw std::out_of_range("missing weight '" + name + "'");
+  return it->second;
+}
+
+TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
+                                   const ModelConfig& config)
+    : num_heads_(config.num_heads), eps_(config.layer_norm_eps) {
+  const std::string a = s + ".attention.";
+  q_w_ = WeightAt(w, a + "self.query.weight");
+  q_b_ = WeightAt(w, a + "self.query.bias");
+  k_w_ = WeightAt(w, a + "self.key.weight");
+  k_b_ = WeightAt(w, a + "self.key.bias");
+  v_w_ = WeightAt(w, a + "self.value.weight");
+  v_b_ = WeightAt(w, a + "self.value.bias");
+  o_w_ = WeightAt(w, a + "output.dense.weight");
+  o_b_ = WeightAt(w, a + "output.dense.bias");
+  ln1_w_ = WeightAt(w, a + "output.LayerNorm.weight");
+  ln1_b_ = WeightAt(w, a + "output.LayerNorm.bias");
+  i_w_ = WeightAt(w, s + ".intermediate.dense.weight");
+  i_b_ = WeightAt(w, s + ".intermediate.dense.bias");
+  f_w_ = WeightAt(w, s + ".output.dense.weight");
+  f_b_ = WeightAt(w, s + ".output.dense.bias");
+  ln2_w_ = WeightAt(w, s + ".output.LayerNorm.weight");
+  ln2_b_ = WeightAt(w, s + ".output.LayerNorm.bias");
+}
+
+at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid) const {
+  const int64_t b = x.size(0);
+  const int64_t t = x.size(1);
+  const int64_t per_sequence = std::max<int64_t>(1, num_heads_ * t * t);
+  const int64_t group = std::max<int64_t>(1, kMaxScoreElements / per_sequence);
+  if (b <= group) return ForwardGroup(x, valid);
+  std::vector<at::Tensor> outs;
+  for (int64_t begin = 0; begin < b; begin += group) {
+    const int64_t n = std::min(group, b - begin);
+    outs.push_back(ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n)));
+  }
+  return at::cat(outs, 0);
+}
+
+at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const {
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
+  const int64_t dh = d / num_heads_;
+  auto heads = [&](const at::Tensor& y) {  // [B, T, d] → [B, h, T, dh]
+    return y.view({b, t, num_heads_, dh}).transpose(1, 2);
+  };
+  const at::Tensor q = heads(Query(x));
+  const at::Tensor k = heads(Key(x));
+  const at::Tensor v = heads(Value(x));
+  at::Tensor scores =
+      at::matmul(q, k.transpose(-1, -2)).mul_(1.0 / std::sqrt(static_cast<double>(dh)));
+  scores.masked_fill_(valid.logical_not().view({b, 1, 1, t}), -1e30);
+  const at::Tensor context =
+      at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({b, t, d});
+  return Finish(x, context);
+}
+
+at::Tensor TransformerLayer::Query(const at::Tensor& x) const { return at::linear(x, q_w_, q_b_); }
+at::Tensor TransformerLayer::Key(const at::Tensor& x) const { return at::linear(x, k_w_, k_b_); }
+at::Tensor TransformerLayer::Value(const at::Tensor& x) const { return at::linear(x, v_w_, v_b_); }
+
+at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {
+  const int64_t d = x.size(-1);
+  const at::Tensor h1 =
+      at::layer_norm(x + at::linear(context, o_w_, o_b_), {d}, ln1_w_, ln1_b_, eps_);
+  const at::Tensor ffn = at::linear(at::gelu(at::linear(h1, i_w_, i_b_)), f_w_, f_b_);
+  return at::layer_norm(h1 + ffn, {d}, ln2_w_, ln2_b_, eps_);
+}
+
+Embeddings::Embeddings(const TensorMap& w, const ModelConfig& config)
+    : eps_(config.layer_norm_eps),
+      word_(WeightAt(w, "embeddings.word_embeddings.weight")),
+      position_(w.count("embeddings.position_embeddings.weight")
+                    ? w.at("embeddings.position_embeddings.weight")
+                    : at::Tensor()),
+      type_(WeightAt(w, "embeddings.token_type_embeddings.weight")),
+      exact_match_(config.exact_match_feature ? WeightAt(w, kExactMatchEmbeddings) : at::Tensor()),
+      ln_w_(WeightAt(w, "embeddings.LayerNorm.weight")),
+      ln_b_(WeightAt(w, "embeddings.LayerNorm.bias")) {}
+
+at::Tensor Embeddings::Forward(const at::Tensor& ids, const at::Tensor& positions,
+                               const at::Tensor& exact_match) const {
+  at::Tensor e = at::embedding(word_, ids) + type_[0];
+  if (positions.defined()) e = e + at::embedding(position_, positions);
+  if (exact_match_.defined()) e = e + at::embedding(exact_match_, exact_match);
+  return at::layer_norm(e, {word_.size(1)}, ln_w_, ln_b_, eps_);
+}
+
+}  // namespace longqa

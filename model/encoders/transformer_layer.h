@@ -1,0 +1,60 @@
+// One post-LayerNorm transformer encoder layer (BERT/RoBERTa: attention → add & norm → GELU FFN →
+// add & norm), applied to a batch of independent sequences with a key padding mask. Both the
+// Cluster-Former's sliding-window layers (sequences = windows) and its cluster layers
+// (sequences = chunks of clustered rows) run through this.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "model/format/config.h"
+#include "model/format/weights.h"
+
+namespace longqa {
+
+class TransformerLayer {
+ public:
+  // Takes the weights under `scope` (e.g. "encoder.layer.3").
+  TransformerLayer(const TensorMap& weights, const std::string& scope, const ModelConfig& config);
+
+  // x [B, T, d]; valid [B, T] bool (false = padding, never attended to). Returns [B, T, d].
+  // Large batches run in groups so that the attention scores stay within a memory bound.
+  at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid) const;
+
+  // The pieces around the attention pattern, for layers with their own pattern (ETC):
+  // the q, k, v projections of x [..., d], and the output projection + add & norm + FFN + add &
+  // norm of the attention context.
+  at::Tensor Query(const at::Tensor& x) const;
+  at::Tensor Key(const at::Tensor& x) const;
+  at::Tensor Value(const at::Tensor& x) const;
+  at::Tensor Finish(const at::Tensor& x, const at::Tensor& context) const;
+
+ private:
+  at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
+
+  int64_t num_heads_;
+  double eps_;
+  at::Tensor q_w_, q_b_, k_w_, k_b_, v_w_, v_b_, o_w_, o_b_, ln1_w_, ln1_b_;
+  at::Tensor i_w_, i_b_, f_w_, f_b_, ln2_w_, ln2_b_;
+};
+
+// RoBERTa-style embeddings: word + position + token type (+ exact match), then LayerNorm. Models
+// without absolute positions (ETC) have no position table and pass an undefined `positions`.
+class Embeddings {
+ public:
+  Embeddings(const TensorMap& weights, const ModelConfig& config);
+  // ids, positions, exact_match [B, T] int64 → [B, T, d]. Token type 0 everywhere. exact_match
+  // (0/1 per token) is read only by models with the exact-match feature.
+  at::Tensor Forward(const at::Tensor& ids, const at::Tensor& positions,
+                     const at::Tensor& exact_match) const;
+
+ private:
+  double eps_;
+  at::Tensor word_, position_, type_, exact_match_, ln_w_, ln_b_;
+};
+
+// Fetches a weight by name; throws std::out_of_range naming it (weights are validated on load).
+const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name);
+
+}  // namespace longqa

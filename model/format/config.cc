@@ -1,0 +1,228 @@
+#include "model/format/config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace longqa {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+absl::Status Read(const json& j, const char* key, T* out, bool required) {
+  if (!j.contains(key)) {
+    if (required)
+      return absl::InvalidArgumentError(absl::StrCat("config: missing key '", key, "'"));
+    return absl::OkStatus();
+  }
+  try {
+    *out = j.at(key).get<T>();
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: key '", key, "' has the wrong type: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateModelConfig(const ModelConfig& c) {
+  auto bad = [](const char* key, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("config: '", key, "' ", why));
+  };
+  if (c.vocab_size <= 0) return bad("vocab_size", "must be positive");
+  if (c.hidden_size <= 0) return bad("hidden_size", "must be positive");
+  if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0) {
+    return bad("num_heads", absl::StrCat("must divide hidden_size (", c.hidden_size, ")"));
+  }
+  if (c.intermediate_size <= 0) return bad("intermediate_size", "must be positive");
+  if (c.type_vocab_size <= 0) return bad("type_vocab_size", "must be positive");
+  if (c.layers.empty()) return bad("layers", "must name at least one layer");
+  int64_t cluster_layers = 0;
+  for (char kind : c.layers) {
+    const bool ok =
+        c.architecture == Architecture::kClusterFormer ? (kind == 'S' || kind == 'C') : kind == 'E';
+    if (!ok) {
+      return bad("layers", absl::StrCat("has '", std::string(1, kind), "': ",
+                                        c.architecture == Architecture::kClusterFormer
+                                            ? "cluster_former models take S and C layers"
+                                            : "etc models take E layers"));
+    }
+    cluster_layers += kind == 'C';
+  }
+  if (c.architecture == Architecture::kClusterFormer) {
+    if (c.layers[0] != 'S') {
+      return bad("layers", "must start with S: cluster layers work on merged window states");
+    }
+    if (c.window_tokens <= 0) return bad("window_tokens", "must be positive");
+    if (c.stride_tokens <= 0 || c.stride_tokens > c.window_tokens) {
+      return bad("stride_tokens", "must be in [1, window_tokens]");
+    }
+    if (static_cast<int64_t>(c.num_clusters.size()) != cluster_layers) {
+      return bad("num_clusters",
+                 absl::StrCat("needs one entry per C layer (", cluster_layers, ")"));
+    }
+    for (int64_t n : c.num_clusters) {
+      if (n <= 0) return bad("num_clusters", "entries must be positive");
+    }
+    const int64_t needed = c.position_offset + c.max_question_tokens + 2 + c.window_tokens;
+    if (c.max_position_embeddings < needed) {
+      return bad("max_position_embeddings",
+                 absl::StrCat("must be at least position_offset + max_question_tokens + 2 + "
+                              "window_tokens = ",
+                              needed));
+    }
+  } else {
+    if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
+    if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
+  }
+  if (c.max_question_tokens <= 0) return bad("max_question_tokens", "must be positive");
+  if (c.tokenizer != "spm.model" && c.tokenizer != "tokenizer.json") {
+    return bad("tokenizer", "must be \"spm.model\" or \"tokenizer.json\"");
+  }
+  for (const std::string& head : c.untrained_heads) {
+    if (head != "qa_outputs" && head != "long_answer" && head != "answer_type") {
+      return bad("untrained_heads", absl::StrCat("names an unknown head '", head, "'"));
+    }
+  }
+  for (auto [name, id] : {std::pair<const char*, int32_t>{"special_tokens.cls", c.special.cls},
+                          {"special_tokens.sep", c.special.sep},
+                          {"special_tokens.pad", c.special.pad},
+                          {"special_tokens.paragraph", c.special.paragraph}}) {
+    if (id < 0 || id >= c.vocab_size) return bad(name, "must be a token id below vocab_size");
+  }
+  return absl::OkStatus();
+}
+
+ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t num_heads,
+                                int64_t intermediate_size, const std::string& layers,
+                                int64_t window_tokens, int64_t stride_tokens,
+                                int64_t clusters_per_layer, int64_t max_question_tokens) {
+  ModelConfig c;
+  c.architecture = Architecture::kClusterFormer;
+  c.vocab_size = vocab_size;
+  c.hidden_size = hidden_size;
+  c.num_heads = num_heads;
+  c.intermediate_size = intermediate_size;
+  c.layers = layers;
+  c.window_tokens = window_tokens;
+  c.stride_tokens = stride_tokens;
+  c.max_question_tokens = max_question_tokens;
+  c.max_position_embeddings = c.position_offset + max_question_tokens + 2 + window_tokens;
+  for (char kind : layers) {
+    if (kind == 'C') c.num_clusters.push_back(clusters_per_layer);
+  }
+  return c;
+}
+
+const char* ArchitectureName(Architecture architecture) {
+  return architecture == Architecture::kEtc ? "etc" : "cluster_former";
+}
+
+bool ParseArchitecture(const std::string& name, Architecture* architecture) {
+  for (Architecture a : {Architecture::kClusterFormer, Architecture::kEtc}) {
+    if (name == ArchitectureName(a)) {
+      *architecture = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config: not valid JSON: ", e.what()));
+  }
+  if (!j.is_object()) return absl::InvalidArgumentError("config: must be a JSON object");
+  ModelConfig c;
+  std::string arch;
+  LONGQA_RETURN_IF_ERROR(Read(j, "architecture", &arch, true));
+  if (!ParseArchitecture(arch, &c.architecture)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: 'architecture' is '", arch, "'; expected 'cluster_former' or 'etc'"));
+  }
+  LONGQA_RETURN_IF_ERROR(Read(j, "vocab_size", &c.vocab_size, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "hidden_size", &c.hidden_size, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "num_heads", &c.num_heads, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "intermediate_size", &c.intermediate_size, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "max_position_embeddings", &c.max_position_embeddings, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "position_offset", &c.position_offset, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "type_vocab_size", &c.type_vocab_size, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "layer_norm_eps", &c.layer_norm_eps, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "layers", &c.layers, true));
+  LONGQA_RETURN_IF_ERROR(Read(j, "window_tokens", &c.window_tokens, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "stride_tokens", &c.stride_tokens, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "num_clusters", &c.num_clusters, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "tokenizer", &c.tokenizer, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "untrained_heads", &c.untrained_heads, false));
+  if (j.contains("special_tokens")) {
+    const json& s = j["special_tokens"];
+    LONGQA_RETURN_IF_ERROR(Read(s, "cls", &c.special.cls, true));
+    LONGQA_RETURN_IF_ERROR(Read(s, "sep", &c.special.sep, true));
+    LONGQA_RETURN_IF_ERROR(Read(s, "pad", &c.special.pad, true));
+    LONGQA_RETURN_IF_ERROR(Read(s, "paragraph", &c.special.paragraph, true));
+  }
+  if (j.contains("etc")) {
+    const json& e = j["etc"];
+    LONGQA_RETURN_IF_ERROR(Read(e, "radius", &c.etc.radius, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "relative_clip", &c.etc.relative_clip, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "shared_projections", &c.etc.shared_projections, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "hard_g2l_mask", &c.etc.hard_g2l_mask, false));
+  }
+  LONGQA_RETURN_IF_ERROR(ValidateModelConfig(c));
+  return c;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("config: cannot open ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = ParseModelConfig(text.str());
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+std::string ModelConfigToJson(const ModelConfig& c) {
+  json j;
+  j["architecture"] = ArchitectureName(c.architecture);
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_heads"] = c.num_heads;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["position_offset"] = c.position_offset;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["layers"] = c.layers;
+  j["window_tokens"] = c.window_tokens;
+  j["stride_tokens"] = c.stride_tokens;
+  j["num_clusters"] = c.num_clusters;
+  j["max_question_tokens"] = c.max_question_tokens;
+  j["exact_match_feature"] = c.exact_match_feature;
+  j["tokenizer"] = c.tokenizer;
+  j["untrained_heads"] = c.untrained_heads;
+  j["special_tokens"] = {{"cls", c.special.cls},
+                         {"sep", c.special.sep},
+                         {"pad", c.special.pad},
+                         {"paragraph", c.special.paragraph}};
+  j["etc"] = {{"radius", c.etc.radius},
+              {"relative_clip", c.etc.relative_clip},
+              {"shared_projections", c.etc.shared_projections},
+              {"hard_g2l_mask", c.etc.hard_g2l_mask}};
+  return j.dump(2);
+}
+
+}  // namespace longqa

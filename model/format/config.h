@@ -1,0 +1,88 @@
+// ModelConfig: the typed, validated form of a model folder's config.json. Every key is documented
+// in docs/model-format.md; validation errors name the key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace longqa {
+
+enum class Architecture { kClusterFormer, kEtc };
+
+struct SpecialTokens {
+  int32_t cls = 0;        // starts the question ("<s>" in RoBERTa)
+  int32_t sep = 2;        // ends the question ("</s>")
+  int32_t pad = 1;        // padding; also RoBERTa's position padding_idx
+  int32_t paragraph = 4;  // starts every paragraph: the long-answer candidate token ("<P>")
+};
+
+struct EtcConfig {
+  int64_t radius = 84;             // r: l2l attention radius in tokens
+  int64_t relative_clip = 12;      // k: relative position labels clipped to [-k, k]
+  bool shared_projections = true;  // one W_Q/W_K/W_V for global and long, or two sets
+  bool hard_g2l_mask = false;      // segment tokens see only their own paragraph's tokens
+};
+
+struct ModelConfig {
+  Architecture architecture = Architecture::kClusterFormer;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t position_offset = 2;  // RoBERTa: position ids start at padding_idx + 1
+  int64_t type_vocab_size = 1;
+  double layer_norm_eps = 1e-5;
+  std::string layers;         // layer plan, one letter a layer: S sliding-window, C cluster, E ETC
+  int64_t window_tokens = 0;  // l
+  int64_t stride_tokens = 0;  // m
+  std::vector<int64_t> num_clusters;  // one entry per C layer, in order
+  int64_t max_question_tokens = 64;   // question tokens kept, without CLS/SEP
+  // DrQA-style exact-match input feature: a learned embedding (row 1 of
+  // embeddings.exact_match_embeddings) added to every document token whose piece also occurs in
+  // the question. Off in converted checkpoints; the demo model uses it.
+  bool exact_match_feature = false;
+  SpecialTokens special;
+  EtcConfig etc;
+  // The model folder's tokenizer file: "spm.model" (sentencepiece) or "tokenizer.json" (a
+  // Hugging Face tokenizer, as tools/import_hf.py copies it).
+  std::string tokenizer = "spm.model";
+  // Heads a converted checkpoint lacked, initialised at random by tools/import_hf.py
+  // ("qa_outputs", "long_answer", "answer_type"); the server warns when it serves one.
+  std::vector<std::string> untrained_heads;
+
+  int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
+  int64_t head_dim() const { return hidden_size / num_heads; }
+};
+
+// "cluster_former" or "etc": the config.json spelling, also used in logs and GetModelInfo.
+const char* ArchitectureName(Architecture architecture);
+// The inverse of ArchitectureName; false for an unknown name.
+bool ParseArchitecture(const std::string& name, Architecture* architecture);
+
+// ETC relative-attention labels: 2k+1 clipped relative positions (label = clip(j - i) + k), then
+// "part of" (a segment token and a token of its paragraph) and "not part of".
+inline int64_t EtcNumLabels(const ModelConfig& c) { return 2 * c.etc.relative_clip + 3; }
+inline int64_t EtcPartOfLabel(const ModelConfig& c) { return 2 * c.etc.relative_clip + 1; }
+inline int64_t EtcNotPartOfLabel(const ModelConfig& c) { return 2 * c.etc.relative_clip + 2; }
+
+// A Cluster-Former config for any dims, with max_position_embeddings sized to fit the windows and
+// one cluster count per C layer of `layers`: the input of the random-model factory
+// (RandomWeights) for tests and benchmarks.
+ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t num_heads,
+                                int64_t intermediate_size, const std::string& layers,
+                                int64_t window_tokens, int64_t stride_tokens,
+                                int64_t clusters_per_layer, int64_t max_question_tokens);
+
+// Parses and validates config.json text.
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text);
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
+// The config as config.json text (inverse of ParseModelConfig).
+std::string ModelConfigToJson(const ModelConfig& config);
+// Checks cross-field consistency; returns an error naming the offending key.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+}  // namespace longqa

@@ -1,0 +1,41 @@
+// A model folder's file names, in one place, and loading all of it: config.json, the weights and
+// the tokenizer, checked against each other. Trainer checkpoints add two files of their own.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
+#include "model/tokenizers/tokenizer.h"
+
+namespace longqa {
+
+inline constexpr char kConfigFile[] = "config.json";
+inline constexpr char kWeightsFile[] = "model.safetensors";
+inline constexpr char kSentencePieceFile[] = "spm.model";
+// Trainer checkpoints only (train/checkpoint.h): AdamW moments and the trainer's position.
+inline constexpr char kOptimizerFile[] = "optimizer.safetensors";
+inline constexpr char kTrainerStateFile[] = "trainer_state.json";
+
+// dir + "/" + file.
+std::string ModelFilePath(const std::string& dir, const std::string& file);
+
+// The tokenizer a model folder ships; INVALID_ARGUMENT when it is missing, unreadable or has more
+// pieces than the config's vocabulary.
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& dir,
+                                                              const ModelConfig& config);
+// The file holding the folder's tokenizer (copied along by checkpoints).
+std::string TokenizerFile(const ModelConfig& config);
+
+struct ModelFolder {
+  ModelConfig config;
+  TensorMap weights;  // f32, CPU
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// Loads and validates a whole model folder.
+absl::StatusOr<ModelFolder> LoadModelFolder(const std::string& dir);
+
+}  // namespace longqa

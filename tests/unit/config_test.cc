@@ -1,0 +1,82 @@
+// config.json: round trip, the architecture names, and errors that name the key.
+#include "model/format/config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/test_model.h"
+
+namespace longqa {
+namespace {
+
+using testing_support::TinyConfig;
+
+TEST(ConfigTest, RoundTripsThroughJson) {
+  ModelConfig c = TinyConfig("SCSSC", 32, 24);
+  c.num_clusters = {8, 16};
+  c.special.paragraph = 7;
+  auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->layers, "SCSSC");
+  EXPECT_EQ(parsed->num_clusters, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(parsed->special.paragraph, 7);
+  EXPECT_EQ(parsed->max_position_embeddings, c.max_position_embeddings);
+  EXPECT_EQ(parsed->tokenizer, "spm.model");
+  EXPECT_TRUE(parsed->untrained_heads.empty());
+  c.tokenizer = "tokenizer.json";
+  c.untrained_heads = {"long_answer", "answer_type"};
+  parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->tokenizer, "tokenizer.json");
+  EXPECT_EQ(parsed->untrained_heads, c.untrained_heads);
+}
+
+TEST(ConfigTest, ErrorsNameTheKey) {
+  const std::string good = ModelConfigToJson(TinyConfig("SCS", 16, 12, 4));
+  auto with = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    if (value.is_null()) {
+      j.erase(key);
+    } else {
+      j[key] = value;
+    }
+    return ParseModelConfig(j.dump());
+  };
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"architecture", "longformer"},
+      {"num_heads", 3},
+      {"layers", "CSS"},
+      {"layers", "SXS"},
+      {"num_clusters", {4, 4}},
+      {"stride_tokens", 17},
+      {"hidden_size", nullptr},
+      {"vocab_size", "many"},
+      {"max_position_embeddings", 10},
+      {"tokenizer", "vocab.txt"},
+      {"untrained_heads", {"pooler"}}};
+  for (const auto& [key, value] : cases) {
+    auto parsed = with(key, value);
+    ASSERT_FALSE(parsed.ok()) << key << " = " << value.dump();
+    const std::string message(parsed.status().message());
+    const std::string named = key == "num_heads" ? "num_heads" : key;
+    EXPECT_NE(message.find("'" + named + "'"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(ParseModelConfig("{").ok());
+}
+
+TEST(ConfigTest, ArchitectureNamesRoundTrip) {
+  for (Architecture a : {Architecture::kClusterFormer, Architecture::kEtc}) {
+    Architecture parsed;
+    ASSERT_TRUE(ParseArchitecture(ArchitectureName(a), &parsed)) << ArchitectureName(a);
+    EXPECT_EQ(parsed, a);
+  }
+  EXPECT_STREQ(ArchitectureName(Architecture::kEtc), "etc");
+  EXPECT_STREQ(ArchitectureName(Architecture::kClusterFormer), "cluster_former");
+  Architecture unchanged = Architecture::kEtc;
+  EXPECT_FALSE(ParseArchitecture("longformer", &unchanged));
+  EXPECT_EQ(unchanged, Architecture::kEtc);
+}
+
+}  // namespace
+}  // namespace longqa

@@ -1,0 +1,33 @@
+// Documents: paragraphs split at blank lines, joined paragraph lists, UTF-8 validation.
+#include "model/document.h"
+
+#include <gtest/gtest.h>
+
+namespace longqa {
+namespace {
+
+TEST(DocumentTest, SplitsParagraphsAtBlankLines) {
+  const std::string text = "\n  \nfirst line\nsecond\r\n \t\r\nthird\r\n\r\n\n last \n";
+  const auto ranges = SplitParagraphs(text);
+  ASSERT_EQ(ranges.size(), 3u);
+  auto slice = [&](ByteRange r) { return text.substr(r.first, r.second - r.first); };
+  EXPECT_EQ(slice(ranges[0]), "first line\nsecond");
+  EXPECT_EQ(slice(ranges[1]), "third");
+  EXPECT_EQ(slice(ranges[2]), " last ");
+  EXPECT_TRUE(SplitParagraphs(" \n\t\n").empty());
+  std::vector<ByteRange> joined;
+  EXPECT_EQ(JoinParagraphs({"a", "", "bc"}, &joined), "a\n\n\n\nbc");
+  EXPECT_EQ(joined, (std::vector<ByteRange>{{0, 1}, {3, 3}, {5, 7}}));
+}
+
+TEST(DocumentTest, ValidatesUtf8) {
+  EXPECT_TRUE(IsValidUtf8("plain, é, 東京, 😀"));
+  EXPECT_FALSE(IsValidUtf8("\xC3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\x80"));
+}
+
+}  // namespace
+}  // namespace longqa
