@@ -305,6 +305,28 @@ TEST(ServerOptionsTest, MetricsEndpointCanBeTurnedOff) {
   EXPECT_TRUE(Call(*Stub(server.address()), Request("kalo", "text"), &r).ok());
 }
 
+TEST(ServerOptionsTest, UntrainedHeadsAreNamedInAWarningAtStart) {
+  // A converted checkpoint's config lists the heads the importer initialised at random.
+  const fs::path dir = TempDir() / "untrained";
+  fs::create_directories(dir);
+  for (const char* file : {"model.safetensors", "spm.model"}) {
+    fs::copy_file(fs::path(ModelDir()) / file, dir / file, fs::copy_options::overwrite_existing);
+  }
+  ModelConfig config = *LoadModelConfig(ModelDir() + "/config.json");
+  config.untrained_heads = {"long_answer", "answer_type"};
+  std::ofstream(dir / "config.json") << ModelConfigToJson(config);
+  ServerProcess server({"--model_dir=" + dir.string()});
+  ASSERT_TRUE(server.ok()) << server.log();
+  EXPECT_NE(server.log().find("WARNING: head 'long_answer'"), std::string::npos) << server.log();
+  EXPECT_NE(server.log().find("WARNING: head 'answer_type'"), std::string::npos) << server.log();
+  EXPECT_EQ(server.log().find("WARNING: head 'qa_outputs'"), std::string::npos) << server.log();
+  v1::AnswerResponse r;
+  EXPECT_TRUE(Call(*Stub(server.address()), Request("kalo", "text"), &r).ok());  // still serves
+  ServerProcess plain({"--model_dir=" + ModelDir()});
+  ASSERT_TRUE(plain.ok()) << plain.log();
+  EXPECT_EQ(plain.log().find("WARNING"), std::string::npos) << plain.log();
+}
+
 TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
   ServerProcess bad_batch({"--model_dir=" + ModelDir(), "--max_batch_tokens=0"});
   EXPECT_FALSE(bad_batch.ok());
