@@ -13,6 +13,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "model/encoders/cluster_former.h"
 #include "model/format/model_folder.h"
 #include "model/format/safetensors.h"
@@ -27,18 +28,14 @@ namespace {
 
 absl::Status Run() {
   const std::string dir = absl::GetFlag(FLAGS_model_dir);
-  ModelConfig config;
-  {
-    auto loaded = LoadModelConfig(ModelFilePath(dir, kConfigFile));
-    if (!loaded.ok()) return loaded.status();
-    config = *loaded;
-  }
+  LONGQA_ASSIGN_OR_RETURN(const ModelConfig config,
+                          LoadModelConfig(ModelFilePath(dir, kConfigFile)));
   if (config.architecture != Architecture::kClusterFormer ||
       config.layers.find('C') != std::string::npos) {
     return absl::InvalidArgumentError("hidden states need a cluster_former model of S layers");
   }
-  auto weights = LoadWeights(ModelFilePath(dir, kWeightsFile), config);
-  if (!weights.ok()) return weights.status();
+  LONGQA_ASSIGN_OR_RETURN(const TensorMap weights,
+                          LoadWeights(ModelFilePath(dir, kWeightsFile), config));
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_ids), ',', absl::SkipEmpty())) {
     int32_t id = 0;
@@ -66,7 +63,7 @@ absl::Status Run() {
   TensorMap out;
   std::vector<int64_t> positions(n);
   for (int64_t i = 0; i < n; ++i) positions[i] = i + config.position_offset;
-  const Embeddings embeddings(*weights, config);
+  const Embeddings embeddings(weights, config);
   out["embeddings"] =
       embeddings
           .Forward(at::tensor(std::vector<int64_t>(ids.begin(), ids.end())).unsqueeze(0),
@@ -76,7 +73,7 @@ absl::Status Run() {
   for (int64_t layer = 1; layer <= config.num_layers(); ++layer) {
     ModelConfig first = config;
     first.layers = config.layers.substr(0, layer);
-    const ClusterFormerEncoder encoder(first, *weights);
+    const ClusterFormerEncoder encoder(first, weights);
     out[absl::StrCat("layer.", layer)] =
         encoder.Forward(plan, at::kCPU).index_select(0, rows).contiguous();
   }

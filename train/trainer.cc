@@ -92,7 +92,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   }
   LONGQA_RETURN_IF_ERROR(t->LoadStage(t->state_.stage));
   t->memory_ = std::make_unique<ClusterMemory>(t->config_, options.memory);
-  if (t->config_.layers.find('C') != std::string::npos) {
+  if (!t->config_.num_clusters.empty()) {
+    t->most_clusters_ =
+        *std::max_element(t->config_.num_clusters.begin(), t->config_.num_clusters.end());
     ClusterMemory* memory = t->memory_.get();
     t->observer_ = [memory](int64_t layer, const at::Tensor& hbar) {
       memory->Observe(layer, hbar);
@@ -123,10 +125,8 @@ absl::Status Trainer::LoadStage(int64_t stage) {
 
 void Trainer::InitialCentroids() {
   // Centroids from the initial model's states before the first step (Algorithm 1 line 1).
-  const int64_t most_clusters =
-      *std::max_element(config_.num_clusters.begin(), config_.num_clusters.end());
   at::NoGradGuard no_grad;
-  while (memory_->min_rows() < 50 * most_clusters) {
+  while (memory_->min_rows() < 50 * most_clusters_) {
     model_->Forward(ModelInputs(source_->Next()), at::kCPU, observer_);
   }
   std::printf("initial centroids: mean cosine %.3f\n", memory_->Refresh(&weights_, options_.seed));
@@ -191,14 +191,11 @@ void Trainer::Log(const QaLossResult& loss, double grad_norm, double lr) {
 }
 
 absl::Status Trainer::Run() {
-  const bool clustered = config_.layers.find('C') != std::string::npos;
-  const int64_t most_clusters =
-      clustered ? *std::max_element(config_.num_clusters.begin(), config_.num_clusters.end()) : 0;
   run_start_seconds_ = log_start_seconds_ = NowSeconds();
   while (state_.step < options_.steps) {
     Step();
-    if (clustered && state_.step % options_.centroid_every == 0 &&
-        memory_->min_rows() >= most_clusters) {
+    if (most_clusters_ > 0 && state_.step % options_.centroid_every == 0 &&
+        memory_->min_rows() >= most_clusters_) {
       std::printf("  centroids refreshed: mean cosine %.3f\n",
                   memory_->Refresh(&weights_, options_.seed + state_.step));
     }

@@ -77,7 +77,8 @@ class Trainer {
   std::unique_ptr<QaModel> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ClusterMemory> memory_;
-  ClusterFormerEncoder::ClusterLayerObserver observer_;
+  ClusterFormerEncoder::ClusterLayerObserver observer_;  // set for models with cluster layers
+  int64_t most_clusters_ = 0;  // centroids of the largest cluster layer; 0: no cluster layer
   Curriculum curriculum_;
   std::vector<TrainingExample> train_, dev_, long_dev_;
   std::unique_ptr<BatchSource> source_;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "model/format/weights.h"
 
 namespace longqa {
 namespace {
@@ -85,7 +86,7 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("tokenizer", "must be \"spm.model\" or \"tokenizer.json\"");
   }
   for (const std::string& head : c.untrained_heads) {
-    if (head != "qa_outputs" && head != "long_answer" && head != "answer_type") {
+    if (head != kQaOutputs && head != kLongAnswer && head != kAnswerType) {
       return bad("untrained_heads", absl::StrCat("names an unknown head '", head, "'"));
     }
   }

@@ -55,10 +55,8 @@ class FakeEngine {
       {
         std::unique_lock<std::mutex> lock(mu_);
         batches_.push_back(questions);
-        ++running_;
         cv_.notify_all();
         cv_.wait(lock, [this] { return !held_; });
-        --running_;
       }
       std::vector<absl::StatusOr<QaAnswer>> answers;
       for (size_t i = 0; i < batch.size(); ++i) answers.emplace_back(QaAnswer{});
@@ -88,7 +86,6 @@ class FakeEngine {
   std::mutex mu_;
   std::condition_variable cv_;
   bool held_ = false;
-  int running_ = 0;
   std::vector<std::vector<std::string>> batches_;
 };
 
