@@ -14,7 +14,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl dpkg-dev
   libtorch-dev libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus python3 python3-venv python3-torch clang-format openssl
 )

@@ -56,12 +56,23 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
                                       config_.stride_tokens, config_.special.pad);
   const at::Tensor hbar = cluster_former_->Forward(plan, device, observer);
   *context_begin = plan.context_begin;
-  // Answer type from the mean of each request's window CLS rows (an overlap_merge over them).
+  // Answer type from each request's window CLS rows: their mean (an overlap_merge over them) or
+  // their element-wise max (config answer_type_pooling: the mean fades as windows multiply).
   const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
-  const at::Tensor mean_cls = OverlapMergeTrainable(
-      cls, Upload(plan.windows_begin, device),
-      at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
-  return {GatherRowsTrainable(hbar, Upload(plan.context_rows, device)), mean_cls};
+  at::Tensor type_input;
+  if (config_.answer_type_pooling == "max") {
+    std::vector<at::Tensor> pooled;
+    for (size_t r = 0; r + 1 < plan.windows_begin.size(); ++r) {
+      pooled.push_back(
+          std::get<0>(cls.slice(0, plan.windows_begin[r], plan.windows_begin[r + 1]).max(0)));
+    }
+    type_input = at::stack(pooled);
+  } else {
+    type_input = OverlapMergeTrainable(
+        cls, Upload(plan.windows_begin, device),
+        at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
+  }
+  return {GatherRowsTrainable(hbar, Upload(plan.context_rows, device)), type_input};
 }
 
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelInput>& batch,

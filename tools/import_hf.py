@@ -163,6 +163,8 @@ def convert(args):
         config["window_tokens"] = window
         config["stride_tokens"] = stride
         config["num_clusters"] = num_clusters
+        # The type head reads the max of the window CLS states (docs/model-format.md).
+        config["answer_type_pooling"] = "max"
 
     os.makedirs(args.out_dir, exist_ok=True)
     save_file(weights, os.path.join(args.out_dir, "model.safetensors"))

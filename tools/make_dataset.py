@@ -6,8 +6,10 @@ organisations, shuffled among distractor paragraphs that reuse the same words. Q
   one_hop       the answer is stated in one paragraph ("Where was Ada Kelvo born?")
   two_hop       needs two paragraphs far apart ("In which country is the city where ... born?")
   yes_no        "Was Ada Kelvo born in Marlow?" (long answer: the birth paragraph)
-  unanswerable  the person is absent, or the attribute is never stated
-Each kind has several phrasings. Output per split: JSONL in the gold format `longqa eval` reads
+  unanswerable  the person is absent, or a present entity's attribute is never stated
+Each kind has several phrasings and each fact several sentence forms. The test split is held out
+twice over: its entity names use other syllables, and half its questions use phrasings training
+never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by phrasing`). Output per split: JSONL in the gold format `longqa eval` reads
 (docs/cli.md) plus "kind"; byte offsets index the paragraphs joined by "\\n\\n" (the API's layout).
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
@@ -22,47 +24,74 @@ import random
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "po", "an", "el", "is", "or",
              "un", "bri", "dex", "fol", "gun", "har", "jen", "kor", "lim", "mar", "nol", "pim",
              "quo", "ras", "sel", "tov", "ulm", "ver", "wes", "yar", "zin"]
+# Names in the test split are built from other syllables: no test entity was seen in training.
+HELDOUT_SYLLABLES = ["ba", "de", "fi", "go", "hu", "ja", "ke", "mo", "nu", "pe", "ri", "so", "tu",
+                     "va", "wi", "yo", "zu", "cal", "dor", "fen", "gil", "hol", "kat", "len",
+                     "mun", "nap", "per", "rod", "sib", "tam", "vin"]
 OCCUPATIONS = ["painter", "engineer", "sailor", "physician", "composer", "merchant", "astronomer",
                "architect", "poet", "chemist", "farmer", "judge"]
 INDUSTRIES = ["shipping", "glass", "textile", "printing", "mining", "railway", "banking", "tea"]
 
+# Question phrasings: (seen, held out). Train and dev use the seen ones; the test split asks half
+# of its questions in held-out phrasings (field "phrasing"), to measure generalisation.
 ONE_HOP = {
-    "born_city": ["Where was {p} born?", "In which city was {p} born?",
-                  "What is the birthplace of {p}?", "{p} was born in which city?"],
-    "birth_year": ["In which year was {p} born?", "When was {p} born?",
-                   "What year was {p} born in?"],
-    "occupation": ["What was the profession of {p}?", "What did {p} work as?",
-                   "Which occupation did {p} have?"],
-    "founded_org": ["Which company did {p} found?", "What organisation was founded by {p}?",
-                    "Name the firm that {p} founded."],
+    "born_city": (["Where was {p} born?", "In which city was {p} born?",
+                   "What is the birthplace of {p}?", "{p} was born in which city?"],
+                  ["Which town is the home town of {p}?", "where was {p} born",
+                   "Name the city {p} was born in."]),
+    "birth_year": (["In which year was {p} born?", "When was {p} born?",
+                    "What year was {p} born in?"],
+                   ["What is the year of birth of {p}?", "{p}'s birth year?"]),
+    "occupation": (["What was the profession of {p}?", "What did {p} work as?",
+                    "Which occupation did {p} have?"],
+                   ["What was {p}'s job?", "how did {p} earn a living"]),
+    "founded_org": (["Which company did {p} found?", "What organisation was founded by {p}?",
+                     "Name the firm that {p} founded."],
+                    ["Who did {p} set up as a business?", "Which business was started by {p}?"]),
 }
-TWO_HOP = ["In which country is the city where {p} was born?",
-           "Which country is the birthplace of {p} located in?",
-           "{p} was born in a city of which country?"]
-YES_NO = ["Was {p} born in {c}?", "Is it true that {p} was born in {c}?",
-          "Did {p} come into the world in {c}?"]
+TWO_HOP = (["In which country is the city where {p} was born?",
+            "Which country is the birthplace of {p} located in?",
+            "{p} was born in a city of which country?"],
+           ["What country was {p} born in?", "In what nation lies the home town of {p}?"])
+YES_NO = (["Was {p} born in {c}?", "Is it true that {p} was born in {c}?",
+           "Did {p} come into the world in {c}?"],
+          ["Is {c} the birthplace of {p}?", "was {p} born in {c}"])
+ESTABLISHED = (["In which year was {o} established?", "When was {o} founded?"],
+               ["How old is {o}, by its founding year?"])
 
 
-def name(rng, parts=2):
-    return "".join(rng.choice(SYLLABLES) for _ in range(parts)).capitalize()
+def name(rng, syllables, parts=2):
+    return "".join(rng.choice(syllables) for _ in range(parts)).capitalize()
+
+
+def compose(*parts):
+    """Joins strings and (key, value) pairs into a text; returns it and each key's char offset."""
+    text, offsets = "", {}
+    for part in parts:
+        if isinstance(part, tuple):
+            offsets[part[0]] = len(text)
+            part = part[1]
+        text += part
+    return text, offsets
 
 
 class World:
     """Invented entities and their facts, for one document."""
 
-    def __init__(self, rng, people, cities, countries, orgs):
+    def __init__(self, rng, syllables, people, cities, countries, orgs):
         used = set()
 
         def fresh(parts):
             while True:
-                n = name(rng, parts)
+                n = name(rng, syllables, parts)
                 if n not in used:
                     used.add(n)
                     return n
         self.countries = [fresh(3) for _ in range(countries)]
         self.cities = [{"name": fresh(2), "country": rng.choice(self.countries),
                         "population": rng.randrange(2, 900) * 1000} for _ in range(cities)]
-        self.orgs = [{"name": fresh(2) + " " + rng.choice(["Works", "Company", "Guild", "Trust"]),
+        self.orgs = [{"name": fresh(2) + " " + rng.choice(["Works", "Company", "Guild", "Trust",
+                                                            "& Sons", "Ltd."]),
                       "industry": rng.choice(INDUSTRIES),
                       "year": rng.randrange(1700, 1990) if rng.random() < 0.7 else None}
                      for _ in range(orgs)]
@@ -78,32 +107,61 @@ class World:
         self.absent = fresh(2) + " " + fresh(2)  # a person the document never mentions
 
 
+def birth_paragraph(rng, p):
+    n, first = p["name"], p["name"].split()[0]
+    c, y = ("born_city", p["city"]["name"]), ("birth_year", str(p["year"]))
+    parts = rng.choice([
+        [n, " was born in ", c, " in ", y, "."],
+        ["Born in ", c, " in ", y, ", ", n, " grew up near the harbour."],
+        [n, " (born ", y, " in ", c, ") spent a quiet childhood there."],
+        ["The records of ", c, " show that ", n, " was born there in ", y, "."],
+    ])
+    if p["occupation"]:
+        parts += rng.choice([
+            [" Before long ", first, " became a well known ", ("occupation", p["occupation"]), "."],
+            [" Later, ", first, " worked as a ", ("occupation", p["occupation"]), " for many years."],
+            [" By trade, ", first, " was a ", ("occupation", p["occupation"]), "."],
+        ])
+    return compose(*parts)
+
+
 def fact_paragraphs(rng, world):
-    """(text, answers) pairs; answers maps a fact key to the answer substring's offset in text."""
+    """(text, answers) pairs; answers maps (fact, entity) to the answer's char offset in text."""
     out = []
     for p in world.people:
-        text = f"{p['name']} was born in {p['city']['name']} in {p['year']}."
-        answers = {("born_city", p["name"]): text.index(p["city"]["name"]),
-                   ("birth_year", p["name"]): text.index(str(p["year"]))}
-        if p["occupation"]:
-            extra = f" Before long {p['name'].split()[0]} became a well known {p['occupation']}."
-            answers[("occupation", p["name"])] = len(text) + extra.index(p["occupation"])
-            text += extra
-        out.append((text, answers))
+        text, offsets = birth_paragraph(rng, p)
+        out.append((text, {(k, p["name"]): v for k, v in offsets.items()}))
         if p["org"]:
-            t = (f"In later life {p['name']} founded {p['org']['name']}, a {p['org']['industry']} "
-                 f"business with offices in several cities.")
-            out.append((t, {("founded_org", p["name"]): t.index(p["org"]["name"])}))
+            o = ("founded_org", p["org"]["name"])
+            text, offsets = compose(*rng.choice([
+                ["In later life ", p["name"], " founded ", o, ", a ", p["org"]["industry"],
+                 " business with offices in several cities."],
+                [o, " was founded by ", p["name"], "; it grew into a large ", p["org"]["industry"],
+                 " concern."],
+            ]))
+            out.append((text, {(k, p["name"]): v for k, v in offsets.items()}))
     for c in world.cities:
-        t = (f"{c['name']} is a city in {c['country']} with about {c['population']} inhabitants, "
-             f"known for its markets and its river port.")
-        out.append((t, {("country_of", c["name"]): t.index(c["country"])}))
+        k = ("country_of", c["country"])
+        text, offsets = compose(*rng.choice([
+            [c["name"], " is a city in ", k, " with about ", str(c["population"]),
+             " inhabitants, known for its markets and its river port."],
+            ["With roughly ", str(c["population"]), " residents, ", c["name"], " is one of the "
+             "larger towns of ", k, "."],
+            [c["name"], ", a city in ", k, ", lies on a wide river."],
+        ]))
+        out.append((text, {(key, c["name"]): v for key, v in offsets.items()}))
     for o in world.orgs:
         if o["year"]:
-            t = f"{o['name']} was established in {o['year']} and trades in {o['industry']}."
+            y = ("established", str(o["year"]))
+            text, offsets = compose(*rng.choice([
+                [o["name"], " was established in ", y, " and trades in ", o["industry"], "."],
+                ["Since its founding in ", y, ", ", o["name"], " has traded in ", o["industry"],
+                 "."],
+            ]))
+            out.append((text, {(key, o["name"]): v for key, v in offsets.items()}))
         else:
-            t = f"{o['name']} trades in {o['industry']} and is known across the region."
-        out.append((t, {}))
+            out.append((f"{o['name']} trades in {o['industry']} and is known across the region.",
+                        {}))
     return out
 
 
@@ -111,38 +169,53 @@ def distractor(rng, world):
     """A paragraph sharing names with the facts but stating nothing that answers a question."""
     p = rng.choice(world.people)
     c = rng.choice(world.cities)
+    o = rng.choice(world.orgs)
+    first = p["name"].split()[0]
     templates = [
         f"Travellers from {c['name']} often spoke about the {rng.choice(OCCUPATIONS)}s of the coast.",
-        f"A letter addressed to {p['name'].split()[0]} was found in an archive, its date unreadable.",
+        f"A letter addressed to {first} was found in an archive, its date unreadable.",
         f"Many people in {c['country']} remember the winter when the river froze for weeks.",
         f"The {rng.choice(INDUSTRIES)} trade of {c['name']} grew quickly after the new bridge opened.",
-        f"Stories about a {rng.choice(OCCUPATIONS)} named {name(rng)} circulated for a long time.",
+        f"Stories about a {rng.choice(OCCUPATIONS)} named {p['name']} circulated for a long time; "
+        f"none of them mention a birthplace.",
+        f"In {rng.randrange(1700, 2000)}, a fire damaged the old market of {c['name']}.",
+        f"{first} once wrote: \"I have never seen a city as busy as {c['name']}!\"",
+        f"Some say {o['name']} moved its offices to {c['name']}, though nobody knows when.",
+        f"Visitors to {c['country']} praise its food, its music and its long summers.",
+        f"Was it {first} or a cousin who travelled to {c['name']}? The sources disagree.",
     ]
     return rng.choice(templates)
 
 
-def make_example(rng, example_id, target_tokens):
+def pick(rng, phrasings, heldout):
+    return rng.choice(phrasings[1] if heldout else phrasings[0])
+
+
+def make_example(rng, example_id, target_tokens, test_split):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
-    world = World(rng, people=max(3, facts_wanted // 3), cities=max(3, facts_wanted // 4),
-                  countries=max(2, facts_wanted // 10), orgs=max(2, facts_wanted // 6))
+    syllables = HELDOUT_SYLLABLES if test_split else SYLLABLES
+    world = World(rng, syllables, people=max(3, facts_wanted // 3),
+                  cities=max(3, facts_wanted // 4), countries=max(2, facts_wanted // 10),
+                  orgs=max(2, facts_wanted // 6))
     facts = fact_paragraphs(rng, world)
     paragraphs = [(t, a) for t, a in facts]
     while len(paragraphs) < paragraphs_wanted:
         paragraphs.append((distractor(rng, world), {}))
     rng.shuffle(paragraphs)
+    heldout = test_split and rng.random() < 0.5
 
     kind = rng.choice(["one_hop", "one_hop", "two_hop", "yes_no", "unanswerable"])
     person = rng.choice(world.people)
+    stated = {key for _, a in paragraphs for key in a}
     gold_key, yes_no, question = None, "NONE", None
     if kind == "one_hop":
-        attribute = rng.choice([k for k in ONE_HOP if (k, person["name"]) in
-                                {key for _, a in paragraphs for key in a}])
-        question = rng.choice(ONE_HOP[attribute]).format(p=person["name"])
+        attribute = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
+        question = pick(rng, ONE_HOP[attribute], heldout).format(p=person["name"])
         gold_key = (attribute, person["name"])
     elif kind == "two_hop":
-        question = rng.choice(TWO_HOP).format(p=person["name"])
+        question = pick(rng, TWO_HOP, heldout).format(p=person["name"])
         gold_key = ("country_of", person["city"]["name"])
         # Two hops far apart: move the birth paragraph to the other end of the document.
         birth = next(i for i, (_, a) in enumerate(paragraphs) if ("born_city", person["name"]) in a)
@@ -154,15 +227,20 @@ def make_example(rng, example_id, target_tokens):
         truth = rng.random() < 0.5
         city = person["city"]["name"] if truth else rng.choice(
             [c["name"] for c in world.cities if c["name"] != person["city"]["name"]])
-        question = rng.choice(YES_NO).format(p=person["name"], c=city)
+        question = pick(rng, YES_NO, heldout).format(p=person["name"], c=city)
         gold_key = ("born_city", person["name"])
         yes_no = "YES" if truth else "NO"
     else:
-        unstated = [o for o in world.orgs if o["year"] is None]
-        if unstated and rng.random() < 0.5:
-            question = f"In which year was {unstated[0]['name']} established?"
-        else:
-            question = rng.choice(ONE_HOP["born_city"]).format(p=world.absent)
+        # Unanswerable: an absent person, or a present entity whose attribute is never stated.
+        choices = [pick(rng, ONE_HOP["born_city"], heldout).format(p=world.absent)]
+        for p in world.people:
+            for attribute in ("occupation", "founded_org"):
+                if (attribute, p["name"]) not in stated:
+                    choices.append(pick(rng, ONE_HOP[attribute], heldout).format(p=p["name"]))
+        for o in world.orgs:
+            if o["year"] is None:
+                choices.append(pick(rng, ESTABLISHED, heldout).format(o=o["name"]))
+        question = rng.choice(choices)
 
     texts = [t for t, _ in paragraphs]
     joined_offsets, offset = [], 0
@@ -171,6 +249,8 @@ def make_example(rng, example_id, target_tokens):
         offset += len(t.encode()) + 2  # "\n\n"
     example = {"example_id": example_id, "kind": kind, "question": question, "paragraphs": texts,
                "long_answer": None, "short_answers": [], "yes_no_answer": yes_no}
+    if test_split:
+        example["phrasing"] = "heldout" if heldout else "seen"
     if gold_key is not None:
         index = next(i for i, (_, a) in enumerate(paragraphs) if gold_key in a)
         text, answers = paragraphs[index]
@@ -182,6 +262,7 @@ def make_example(rng, example_id, target_tokens):
                            "founded_org": (person["org"] or {}).get("name"),
                            "country_of": person["city"]["country"]}[gold_key[0]]
             char_start = answers[gold_key]
+            assert text[char_start:char_start + len(answer_text)] == answer_text
             byte_start = start + len(text[:char_start].encode())
             example["short_answers"] = [{"start_byte": byte_start,
                                          "end_byte": byte_start + len(answer_text.encode())}]
@@ -207,7 +288,7 @@ def main():
             with open(os.path.join(args.out, f"{split}.jsonl"), "w") as out:
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
-                    example = make_example(rng, f"{split}-{i}", tokens)
+                    example = make_example(rng, f"{split}-{i}", tokens, split == "test")
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

@@ -82,6 +82,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
   }
   if (c.max_question_tokens <= 0) return bad("max_question_tokens", "must be positive");
+  if (c.answer_type_pooling != "mean" && c.answer_type_pooling != "max") {
+    return bad("answer_type_pooling", "must be \"mean\" or \"max\"");
+  }
   if (c.tokenizer != "spm.model" && c.tokenizer != "tokenizer.json") {
     return bad("tokenizer", "must be \"spm.model\" or \"tokenizer.json\"");
   }
@@ -163,6 +166,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "num_clusters", &c.num_clusters, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "tokenizer", &c.tokenizer, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "untrained_heads", &c.untrained_heads, false));
   if (j.contains("special_tokens")) {
@@ -213,6 +217,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["num_clusters"] = c.num_clusters;
   j["max_question_tokens"] = c.max_question_tokens;
   j["exact_match_feature"] = c.exact_match_feature;
+  j["answer_type_pooling"] = c.answer_type_pooling;
   j["tokenizer"] = c.tokenizer;
   j["untrained_heads"] = c.untrained_heads;
   j["special_tokens"] = {{"cls", c.special.cls},

@@ -45,6 +45,9 @@ struct ModelConfig {
   // embeddings.exact_match_embeddings) added to every document token whose piece also occurs in
   // the question. Off in converted checkpoints; the demo model uses it.
   bool exact_match_feature = false;
+  // Cluster-Former: how a request's window CLS states become the answer-type head's input:
+  // "mean" (the first demo model) or "max" (element-wise; does not fade as windows multiply).
+  std::string answer_type_pooling = "mean";
   SpecialTokens special;
   EtcConfig etc;
   // The model folder's tokenizer file: "spm.model" (sentencepiece) or "tokenizer.json" (a

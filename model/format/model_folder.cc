@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "model/tokenizers/hf/hf_tokenizer.h"
 #include "model/tokenizers/sentencepiece_tokenizer.h"
 
 namespace longqa {
@@ -15,14 +16,14 @@ std::string TokenizerFile(const ModelConfig& config) { return config.tokenizer; 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& dir,
                                                               const ModelConfig& config) {
   const std::string path = ModelFilePath(dir, TokenizerFile(config));
-  if (config.tokenizer != kSentencePieceFile) {
-    // tools/import_hf.py writes such folders; the C++ tokenizer.json reader is not built yet.
-    return absl::UnimplementedError(absl::StrCat(
-        path, ": Hugging Face tokenizer.json models cannot be served yet (only spm.model)"));
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (config.tokenizer == kHfTokenizerFile) {
+    LONGQA_ASSIGN_OR_RETURN(tokenizer, HfTokenizer::Load(path));
+  } else {  // kSentencePieceFile; config validation allows no other
+    std::string error;
+    tokenizer = SentencePieceTokenizer::Load(path, &error);
+    if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
   }
-  std::string error;
-  std::unique_ptr<Tokenizer> tokenizer = SentencePieceTokenizer::Load(path, &error);
-  if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
   if (tokenizer->vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(path, " has ", tokenizer->vocab_size(),
                                                    " pieces but config vocab_size is ",

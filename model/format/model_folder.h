@@ -15,6 +15,8 @@ namespace longqa {
 inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kWeightsFile[] = "model.safetensors";
 inline constexpr char kSentencePieceFile[] = "spm.model";
+// A Hugging Face tokenizer (model/tokenizers/hf/hf_tokenizer.h), as tools/import_hf.py copies it.
+inline constexpr char kHfTokenizerFile[] = "tokenizer.json";
 // Trainer checkpoints only (train/checkpoint.h): AdamW moments and the trainer's position.
 inline constexpr char kOptimizerFile[] = "optimizer.safetensors";
 inline constexpr char kTrainerStateFile[] = "trainer_state.json";

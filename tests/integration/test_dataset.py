@@ -47,9 +47,27 @@ def test_gold_spans_point_at_the_answer(tmp_path):
             answer = text[sa["start_byte"]:sa["end_byte"]].decode()
             assert answer and answer.strip() == answer
             if e["kind"] == "two_hop":
-                assert "is a city in" in paragraph
+                assert " city in " in paragraph or " towns of " in paragraph
     assert kinds == {"one_hop", "two_hop", "yes_no", "unanswerable"}
     ids = [e["example_id"] for examples in data.values() for e in examples]
     assert len(ids) == len(set(ids))
     train_docs = {tuple(e["paragraphs"]) for e in data["train"]}
     assert not any(tuple(e["paragraphs"]) in train_docs for e in data["test"])
+
+
+def test_test_split_is_held_out(tmp_path):
+    """Test entities never appear in training, and held-out phrasings are never trained on."""
+    data = generate(tmp_path / "h", 4)
+    train_text = " ".join(" ".join(e["paragraphs"]) + " " + e["question"] for e in data["train"])
+    train_questions = {e["question"] for e in data["train"] + data["dev"]}
+    phrasings = set()
+    for e in data["test"]:
+        phrasings.add(e["phrasing"])
+        for word in e["question"].replace("?", " ").replace("'s", " ").split():
+            if word[0].isupper() and word not in ("Which", "What", "Where", "When", "In", "Is",
+                                                  "Was", "Did", "Name", "How", "Who"):
+                assert word not in train_text, (word, e["question"])
+    assert phrasings == {"seen", "heldout"}
+    # A held-out phrasing's fixed words never start a training question.
+    heldout_openings = {"Which town", "What is the year", "Who did", "How old", "In what nation"}
+    assert not any(q.startswith(o) for q in train_questions for o in heldout_openings)

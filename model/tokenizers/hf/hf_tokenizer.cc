@@ -1,0 +1,159 @@
+#include "model/tokenizers/hf/hf_tokenizer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "model/tokenizers/hf/unicode_props.h"
+
+namespace longqa {
+namespace {
+
+bool IsAsciiOrUtf8Whitespace(std::string_view text, size_t pos, size_t* length) {
+  // Added-token stripping only needs the whitespace tokenizers' lstrip/rstrip see: decode one
+  // character and ask the White_Space property.
+  const NormalizedText one =
+      NormalizedText::FromUtf8(text.substr(pos, std::min<size_t>(4, text.size() - pos)));
+  if (one.empty() || !unicode::IsWhitespace(one.chars[0])) return false;
+  *length = static_cast<size_t>(one.align[0].end - one.align[0].begin);
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto tokenizer = Parse(buffer.str());
+  if (!tokenizer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokenizer.status().message()));
+  }
+  return tokenizer;
+}
+
+absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(const std::string& json_text) {
+  const nlohmann::json spec = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) {
+    return absl::InvalidArgumentError("tokenizer.json is not a JSON object");
+  }
+  std::unique_ptr<HfTokenizer> tokenizer(new HfTokenizer());
+  try {
+    auto model = MakeHfModel(spec.at("model"));
+    if (!model.ok()) return model.status();
+    tokenizer->model_ = std::move(*model);
+    auto normalizer = MakeHfNormalizer(spec.value("normalizer", nlohmann::json()));
+    if (!normalizer.ok()) return normalizer.status();
+    tokenizer->normalizer_ = std::move(*normalizer);
+    auto pre_tokenizer = MakeHfPreTokenizer(spec.value("pre_tokenizer", nlohmann::json()));
+    if (!pre_tokenizer.ok()) return pre_tokenizer.status();
+    tokenizer->pre_tokenizer_ = std::move(*pre_tokenizer);
+
+    tokenizer->added_by_first_byte_.resize(256);
+    for (const nlohmann::json& token : spec.value("added_tokens", nlohmann::json::array())) {
+      AddedToken added;
+      added.content = token.at("content").get<std::string>();
+      added.id = token.at("id").get<int32_t>();
+      added.lstrip = token.value("lstrip", false);
+      added.rstrip = token.value("rstrip", false);
+      if (added.content.empty()) continue;
+      if (token.value("single_word", false) || token.value("normalized", false)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "tokenizer.json: added token \"", added.content,
+            "\" is single_word or normalized; only raw-text added tokens are supported"));
+      }
+      tokenizer->added_by_first_byte_[static_cast<unsigned char>(added.content[0])].push_back(
+          static_cast<int>(tokenizer->added_.size()));
+      tokenizer->added_.push_back(std::move(added));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", e.what()));
+  }
+  return tokenizer;
+}
+
+const HfTokenizer::AddedToken* HfTokenizer::AddedTokenAt(std::string_view text, size_t pos) const {
+  const AddedToken* best = nullptr;
+  for (int index : added_by_first_byte_[static_cast<unsigned char>(text[pos])]) {
+    const AddedToken& token = added_[index];
+    if (text.compare(pos, token.content.size(), token.content) == 0 &&
+        (best == nullptr || token.content.size() > best->content.size())) {
+      best = &token;
+    }
+  }
+  return best;
+}
+
+void HfTokenizer::EncodeSegment(std::string_view text, size_t begin, size_t end,
+                                std::vector<Piece>* pieces) const {
+  if (end <= begin) return;
+  std::vector<NormalizedText> words;
+  words.push_back(
+      NormalizedText::FromUtf8(text.substr(begin, end - begin), static_cast<int64_t>(begin)));
+  if (normalizer_ != nullptr) normalizer_->Normalize(&words[0]);
+  if (pre_tokenizer_ != nullptr) pre_tokenizer_->Split(&words);
+  for (const NormalizedText& word : words) model_->Tokenize(word, pieces);
+}
+
+bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
+                         std::string* /*error*/) const {
+  pieces->clear();
+  size_t segment_begin = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const AddedToken* token = added_.empty() ? nullptr : AddedTokenAt(text, pos);
+    if (token == nullptr) {
+      ++pos;
+      continue;
+    }
+    size_t match_begin = pos;
+    size_t match_end = pos + token->content.size();
+    if (token->lstrip) {
+      // Whitespace before the token, back to the previous match, joins it.
+      while (match_begin > segment_begin) {
+        size_t back = match_begin - 1;
+        while (back > segment_begin && (static_cast<unsigned char>(text[back]) & 0xC0) == 0x80) {
+          --back;
+        }
+        size_t length;
+        if (!IsAsciiOrUtf8Whitespace(text, back, &length) || back + length != match_begin) break;
+        match_begin = back;
+      }
+    }
+    if (token->rstrip) {
+      size_t length;
+      while (match_end < text.size() && IsAsciiOrUtf8Whitespace(text, match_end, &length)) {
+        match_end += length;
+      }
+    }
+    EncodeSegment(text, segment_begin, match_begin, pieces);
+    pieces->push_back(
+        Piece{token->id, static_cast<int64_t>(match_begin), static_cast<int64_t>(match_end)});
+    segment_begin = pos = match_end;
+  }
+  EncodeSegment(text, segment_begin, text.size(), pieces);
+  return true;
+}
+
+int32_t HfTokenizer::vocab_size() const {
+  int32_t size = model_->vocabulary().size();
+  for (const AddedToken& token : added_) size = std::max(size, token.id + 1);
+  return size;
+}
+
+int32_t HfTokenizer::PieceToId(const std::string& piece) const {
+  for (const AddedToken& token : added_) {
+    if (token.content == piece) return token.id;
+  }
+  return model_->vocabulary().Find(piece);
+}
+
+std::string HfTokenizer::IdToPiece(int32_t id) const {
+  for (const AddedToken& token : added_) {
+    if (token.id == id) return token.content;
+  }
+  return model_->vocabulary().Piece(id);
+}
+
+}  // namespace longqa

@@ -1,0 +1,51 @@
+// A Hugging Face tokenizer.json behind the Tokenizer interface: added (special) tokens matched in
+// the raw text, then normalizer -> pre-tokenizer -> model on the text between them, with every
+// piece's offsets in bytes of the caller's text. Pieces and offsets equal those of the Python
+// `tokenizers` package's encode(text, add_special_tokens=False); the post-processor's special
+// tokens are the model's business (model/document.cc adds CLS/SEP itself).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/tokenizers/hf/models.h"
+#include "model/tokenizers/hf/normalizers.h"
+#include "model/tokenizers/hf/pre_tokenizers.h"
+#include "model/tokenizers/tokenizer.h"
+
+namespace longqa {
+
+class HfTokenizer : public Tokenizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<HfTokenizer>> Load(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<HfTokenizer>> Parse(const std::string& json_text);
+
+  bool Encode(std::string_view text, std::vector<Piece>* pieces, std::string* error) const override;
+  int32_t vocab_size() const override;
+  int32_t PieceToId(const std::string& piece) const override;
+  std::string IdToPiece(int32_t id) const override;
+
+ private:
+  struct AddedToken {
+    std::string content;
+    int32_t id = 0;
+    bool lstrip = false;  // the match takes in the whitespace before it
+    bool rstrip = false;  // ... and after it
+  };
+  HfTokenizer() = default;
+  // The longest added token matching at text[pos], or nullptr.
+  const AddedToken* AddedTokenAt(std::string_view text, size_t pos) const;
+  // Normalizes, pre-tokenizes and tokenizes text[begin, end).
+  void EncodeSegment(std::string_view text, size_t begin, size_t end,
+                     std::vector<Piece>* pieces) const;
+
+  std::vector<AddedToken> added_;
+  std::vector<std::vector<int>> added_by_first_byte_;  // indexes into added_, 256 lists
+  std::unique_ptr<HfNormalizer> normalizer_;
+  std::unique_ptr<HfPreTokenizer> pre_tokenizer_;
+  std::unique_ptr<HfModel> model_;
+};
+
+}  // namespace longqa

@@ -1,0 +1,25 @@
+// tokenizer.json "pre_tokenizer" section: splits normalized text into words (each keeping its
+// alignments) that the model then tokenizes one by one. Supported types: BertPreTokenizer,
+// Whitespace, WhitespaceSplit, Sequence; any other type is refused when the file is loaded.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/tokenizers/hf/normalized_text.h"
+#include "nlohmann/json.hpp"
+
+namespace longqa {
+
+class HfPreTokenizer {
+ public:
+  virtual ~HfPreTokenizer() = default;
+  // Replaces each word of *words by the words it splits into.
+  virtual void Split(std::vector<NormalizedText>* words) const = 0;
+};
+
+// Builds the pre-tokenizer a tokenizer.json describes; null JSON means none (returns nullptr).
+absl::StatusOr<std::unique_ptr<HfPreTokenizer>> MakeHfPreTokenizer(const nlohmann::json& spec);
+
+}  // namespace longqa
