@@ -44,7 +44,7 @@ init cluster_former --layers SSCSSC --clusters 16 "${common[@]}"
 init etc --architecture etc --max_question_tokens 32
 
 for v in $VARIANTS; do
-  "$BUILD/train/longqa-train" --init_model "$WORK/init-$v" --out "$WORK/$v" \
+  stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/init-$v" --out "$WORK/$v" \
     --stages "$DATA/s1/train.jsonl,$DATA/s2/train.jsonl,$DATA/s3/train.jsonl" \
     --stage_dev "$DATA/s1/dev.jsonl,$DATA/s2/dev.jsonl,$DATA/s3/dev.jsonl" \
     --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 \

@@ -1,13 +1,17 @@
 """The C++ tokenizer.json reader (model/tokenizers/hf) against the Python `tokenizers` package:
 the same ids AND the same byte offsets on 10,000 lines of hard mixed text (mixed_text.py) for
-all-MiniLM-L6-v2's own tokenizer.json and for WordPiece tokenizers trained here with other
-normalizer settings (cased; accents kept; no CJK splitting). Reported: mismatches = 0."""
+all-MiniLM-L6-v2's own tokenizer.json, for WordPiece tokenizers trained here with other
+normalizer settings (cased; accents kept; no CJK splitting), a RoBERTa-style byte-level BPE
+(prefix space, offsets trimmed by its post-processor) and sentencepiece-style Unigram models
+(Metaspace, prepend always / first), all trained here on generated text (no download).
+Reported: mismatches = 0."""
 import json
 import os
 import subprocess
 
 import pytest
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 from mixed_text import mixed_lines
 
@@ -76,6 +80,35 @@ def test_trained_wordpiece(lines_file, tmp_path, lowercase, strip_accents, chine
     trainer = trainers.WordPieceTrainer(vocab_size=3000,
                                         special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
     tokenizer.train_from_iterator(lines_file[0][:3000], trainer=trainer)
+    path = str(tmp_path / "tokenizer.json")
+    tokenizer.save(path)
+    assert mismatches(path, lines_file) == 0
+
+
+def test_trained_byte_level_bpe(lines_file, tmp_path):
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", 2), ("<s>", 0), trim_offsets=True, add_prefix_space=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=4000,
+                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(mixed_lines(3000, seed=7), trainer=trainer)
+    path = str(tmp_path / "tokenizer.json")
+    tokenizer.save(path)
+    assert mismatches(path, lines_file) == 0
+
+
+@pytest.mark.parametrize("prepend_scheme,lowercase", [("always", False), ("first", True)])
+def test_trained_unigram(lines_file, tmp_path, prepend_scheme, lowercase):
+    tokenizer = Tokenizer(models.Unigram())
+    if lowercase:
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme=prepend_scheme)
+    trainer = trainers.UnigramTrainer(vocab_size=8000, unk_token="<unk>",
+                                      special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tokenizer.train_from_iterator(mixed_lines(3000, seed=9), trainer=trainer)
     path = str(tmp_path / "tokenizer.json")
     tokenizer.save(path)
     assert mismatches(path, lines_file) == 0

@@ -51,6 +51,22 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(const std::strin
     if (!pre_tokenizer.ok()) return pre_tokenizer.status();
     tokenizer->pre_tokenizer_ = std::move(*pre_tokenizer);
 
+    const nlohmann::json post = spec.value("post_processor", nlohmann::json());
+    std::vector<nlohmann::json> processors;
+    if (post.is_object() && post.value("type", "") == "Sequence") {
+      processors.assign(post.at("processors").begin(), post.at("processors").end());
+    } else if (post.is_object()) {
+      processors.push_back(post);
+    }
+    for (const nlohmann::json& processor : processors) {
+      const std::string type = processor.value("type", "");
+      if ((type == "ByteLevel" || type == "RobertaProcessing") &&
+          processor.value("trim_offsets", true)) {
+        tokenizer->trim_offsets_ = true;
+        tokenizer->trim_keeps_prefix_space_ = processor.value("add_prefix_space", true);
+      }
+    }
+
     tokenizer->added_by_first_byte_.resize(256);
     for (const nlohmann::json& token : spec.value("added_tokens", nlohmann::json::array())) {
       AddedToken added;
@@ -133,7 +149,42 @@ bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
     segment_begin = pos = match_end;
   }
   EncodeSegment(text, segment_begin, text.size(), pieces);
+  if (trim_offsets_) TrimOffsets(text, pieces);
   return true;
+}
+
+void HfTokenizer::TrimOffsets(std::string_view text, std::vector<Piece>* pieces) const {
+  const auto is_continuation = [&](int64_t pos) {
+    return (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80;
+  };
+  const auto is_space = [](char32_t c) { return c == ByteToChar(' ') || unicode::IsWhitespace(c); };
+  for (size_t i = 0; i < pieces->size(); ++i) {
+    Piece& piece = (*pieces)[i];
+    const std::u32string chars = NormalizedText::FromUtf8(IdToPiece(piece.id)).chars;
+    int64_t leading = 0, trailing = 0;
+    while (leading < static_cast<int64_t>(chars.size()) && is_space(chars[leading])) ++leading;
+    while (trailing < static_cast<int64_t>(chars.size()) &&
+           is_space(chars[chars.size() - 1 - trailing])) {
+      ++trailing;
+    }
+    if (leading > 0) {
+      // The one space tokenizers added before the first word stays counted.
+      const bool first = i == 0 || piece.byte_begin == 0;
+      if (first && trim_keeps_prefix_space_ && leading == 1) leading = 0;
+      for (; leading > 0 && piece.byte_begin < piece.byte_end; --leading) {
+        ++piece.byte_begin;
+        while (piece.byte_begin < piece.byte_end && is_continuation(piece.byte_begin)) {
+          ++piece.byte_begin;
+        }
+      }
+    }
+    for (; trailing > 0 && piece.byte_end > piece.byte_begin; --trailing) {
+      --piece.byte_end;
+      while (piece.byte_end > piece.byte_begin && is_continuation(piece.byte_end)) {
+        --piece.byte_end;
+      }
+    }
+  }
 }
 
 int32_t HfTokenizer::vocab_size() const {

@@ -41,6 +41,14 @@ class HfTokenizer : public Tokenizer {
   void EncodeSegment(std::string_view text, size_t begin, size_t end,
                      std::vector<Piece>* pieces) const;
 
+  // The byte-level post-processor's offset trimming (ByteLevel / RobertaProcessing with
+  // trim_offsets): a piece's offsets leave out the spaces its string starts or ends with.
+  // Offsets move by one character of the caller's text per space, as tokenizers does when
+  // offsets are characters (its Python API, hence transformers); never inside a character.
+  void TrimOffsets(std::string_view text, std::vector<Piece>* pieces) const;
+
+  bool trim_offsets_ = false;
+  bool trim_keeps_prefix_space_ = false;  // the post-processor's add_prefix_space
   std::vector<AddedToken> added_;
   std::vector<std::vector<int>> added_by_first_byte_;  // indexes into added_, 256 lists
   std::unique_ptr<HfNormalizer> normalizer_;

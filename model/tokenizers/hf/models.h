@@ -1,5 +1,6 @@
-// tokenizer.json "model" section: turns one pre-tokenized word into pieces. WordPiece (BERT)
-// here; byte-level BPE and Unigram are the next types. Offsets come from the word's alignments.
+// tokenizer.json "model" section: turns one pre-tokenized word into pieces: WordPiece (BERT),
+// BPE (GPT-2 / RoBERTa, byte-level or not) and Unigram (XLM-R, sentencepiece models). Offsets
+// come from the word's alignments.
 #pragma once
 
 #include <memory>

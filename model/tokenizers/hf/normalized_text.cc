@@ -45,6 +45,7 @@ int DecodeOne(std::string_view text, size_t i, char32_t* c) {
 
 NormalizedText NormalizedText::FromUtf8(std::string_view text, int64_t base_offset) {
   NormalizedText out;
+  out.origin = base_offset;
   out.chars.reserve(text.size());
   out.align.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
@@ -64,6 +65,7 @@ NormalizedText NormalizedText::FromUtf8(std::string_view text, int64_t base_offs
 
 NormalizedText NormalizedText::Slice(size_t begin, size_t end) const {
   NormalizedText out;
+  out.origin = begin < align.size() ? align[begin].begin : origin;
   out.chars.assign(chars.begin() + begin, chars.begin() + end);
   out.align.assign(align.begin() + begin, align.begin() + end);
   return out;

@@ -21,6 +21,7 @@ struct OriginalBytes {
 struct NormalizedText {
   std::u32string chars;
   std::vector<OriginalBytes> align;  // one per character of `chars`
+  int64_t origin = 0;  // where this text starts in the caller's, whatever normalization removed
 
   // Decodes UTF-8; each byte of an invalid sequence becomes U+FFFD over that byte.
   static NormalizedText FromUtf8(std::string_view text, int64_t base_offset = 0);

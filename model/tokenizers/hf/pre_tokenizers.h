@@ -1,6 +1,7 @@
 // tokenizer.json "pre_tokenizer" section: splits normalized text into words (each keeping its
 // alignments) that the model then tokenizes one by one. Supported types: BertPreTokenizer,
-// Whitespace, WhitespaceSplit, Sequence; any other type is refused when the file is loaded.
+// ByteLevel (GPT-2 / RoBERTa), Metaspace (sentencepiece models), Whitespace, WhitespaceSplit,
+// Sequence; any other type is refused when the file is loaded.
 #pragma once
 
 #include <memory>
@@ -21,5 +22,8 @@ class HfPreTokenizer {
 
 // Builds the pre-tokenizer a tokenizer.json describes; null JSON means none (returns nullptr).
 absl::StatusOr<std::unique_ptr<HfPreTokenizer>> MakeHfPreTokenizer(const nlohmann::json& spec);
+
+// GPT-2's byte-to-character map of the byte-level pre-tokenizer.
+char32_t ByteToChar(unsigned char byte);
 
 }  // namespace longqa

@@ -13,6 +13,7 @@ namespace {
 // tokenizers 0.19.1: docs/tokenizers.md).
 constexpr int kCategoryVersion = 8;        // unicode_categories crate: Unicode 8.0
 constexpr int kDecompositionVersion = 13;  // unicode-normalization-alignments: before 13.0
+constexpr int kRegexVersion = 14;          // Oniguruma (the byte-level regex): Unicode 14.0
 
 // Characters assigned by Unicode 8.0 whose general category changed later; the crate still has
 // the old one. (A list of facts about Unicode's history, which ICU does not carry.)
@@ -95,6 +96,18 @@ bool IsBertPunctuation(char32_t c) {
     default:
       return false;
   }
+}
+
+bool IsLetter(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  return AssignedBy(c, kRegexVersion) &&
+         (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_L_MASK) != 0;
+}
+
+bool IsNumber(char32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  return AssignedBy(c, kRegexVersion) &&
+         (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0;
 }
 
 bool IsNonspacingMark(char32_t c) { return CategoryOfUnicode8(c) == U_NON_SPACING_MARK; }

@@ -2,7 +2,8 @@
 // from ICU rather than from hand-written tables. tokenizers mixes Unicode versions: its general
 // categories (controls, punctuation, nonspacing marks) come from a crate frozen at Unicode 8.0,
 // its canonical decompositions from one older than 13.0, while whitespace and lowercase follow
-// Rust's current tables (ICU 72 = Unicode 15 agrees on every code point). Each function below
+// Rust's current tables (ICU 72 = Unicode 15 agrees on every code point), and its byte-level
+// regex (Oniguruma) uses Unicode 14.0. Each function below
 // says which; docs/tokenizers.md has the measurement behind it.
 #pragma once
 
@@ -22,6 +23,10 @@ bool IsBertPunctuation(char32_t c);
 bool IsNonspacingMark(char32_t c);
 // The CJK ideograph blocks BERT surrounds with spaces (its own definition, part of the model).
 bool IsChineseChar(char32_t c);
+// The regex classes of GPT-2's byte-level pattern as tokenizers' Oniguruma sees them: \p{L}
+// (general category L*) and \p{N} (N*) as of Unicode 14.0.
+bool IsLetter(char32_t c);
+bool IsNumber(char32_t c);
 // Rust's char::to_lowercase: the full (possibly multi-character) context-free mapping.
 void AppendLowercase(char32_t c, std::u32string* out);
 // The canonical decomposition of one character (recursively applied, not yet reordered), for

@@ -15,6 +15,17 @@ bool Vocabulary::Add(std::string piece, int32_t id) {
   return true;
 }
 
+void Vocabulary::AddOrReplace(std::string piece, int32_t id) {
+  const auto it = ids_.find(piece);
+  if (it != ids_.end()) {
+    it->second = id;
+    pieces_[id] = &*std::find(storage_.begin(), storage_.end(), piece);
+    size_ = std::max(size_, id + 1);
+    return;
+  }
+  Add(std::move(piece), id);
+}
+
 const std::string& Vocabulary::Piece(int32_t id) const {
   static const std::string kNone;
   const auto it = pieces_.find(id);

@@ -12,8 +12,11 @@ namespace longqa {
 
 class Vocabulary {
  public:
-  // Adds or renames id's piece; returns false when the piece already has another id.
+  // Adds id's piece; returns false when the piece already has another id.
   bool Add(std::string piece, int32_t id);
+  // Adds id's piece; a piece seen before now looks up to this id (Unigram vocabularies may list
+  // a special token twice; tokenizers keeps the last).
+  void AddOrReplace(std::string piece, int32_t id);
   // -1 when absent.
   int32_t Find(std::string_view piece) const {
     const auto it = ids_.find(piece);
