@@ -166,3 +166,43 @@ def test_unsupported_checkpoints_fail_with_a_reason(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode != 0
     assert "hidden_act 'gelu_new'" in result.stderr
+
+
+def test_converted_minilm_is_served_with_its_own_tokenizer(tmp_path):
+    """A converted folder (tokenizer.json, untrained heads) starts in longqa-server, warns about
+    the heads, and answers with n-best spans whose byte offsets cut the document at token
+    boundaries of MiniLM's own tokenizer."""
+    from longqa_process import start_server
+    from tokenizers import Tokenizer as HfTokenizer
+    model_dir = str(tmp_path / "minilm")
+    import_model(MINILM, model_dir, "--window_tokens", "128", "--stride_tokens", "96")
+    proc, port, _, log = start_server(model_dir)
+    try:
+        assert "untrained" in log and "qa_outputs" in log
+        document = ("Zürich is a city in Switzerland. Ada Lovelace wrote the first program in "
+                    "1843.\n\nThe Rhine flows through Basel — and Köln!")
+        doc_path = tmp_path / "doc.txt"
+        doc_path.write_text(document)
+        out = subprocess.run([os.path.join(BUILD, "client", "longqa"), "ask",
+                              f"--target=127.0.0.1:{port}", "--question",
+                              "When did Ada Lovelace write the first program?",
+                              f"--file={doc_path}", "--json", "--n_best=5", "--null_threshold=-100"],
+                             check=True, capture_output=True, text=True).stdout
+        answer = json.loads(out)
+        spans = [s for key in ("shortAnswers", "short_answers") for s in answer.get(key, [])]
+        assert spans, out
+        text = document.encode()
+        encoding = HfTokenizer.from_file(os.path.join(MINILM, "tokenizer.json")).encode(
+            document, add_special_tokens=False)
+        starts = {len(document[:b].encode()) for b, _ in encoding.offsets}
+        ends = {len(document[:e].encode()) for _, e in encoding.offsets}
+        for span in spans:
+            # Proto3 JSON: camelCase names, zero values left out.
+            begin = int(span.get("byteBegin", span.get("byte_begin", 0)))
+            end = int(span.get("byteEnd", span.get("byte_end", 0)))
+            assert begin < end
+            assert begin in starts and end in ends, (span, out)
+            text[begin:end].decode()  # whole characters
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -5,7 +5,6 @@ Run by CTest as: .venv/bin/python -m pytest tests/integration/test_python_client
 (env LONGQA_BUILD_DIR points at the CMake build folder)."""
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -17,6 +16,7 @@ import urllib.request
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from longqa_process import start_server
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,22 +48,8 @@ def server(tmp_path_factory):
     subprocess.run([f"{BUILD}/tools/longqa-random-model", f"--out={model}", "--hidden_size=32",
                     "--num_heads=2", "--intermediate_size=64", "--window_tokens=32",
                     "--stride_tokens=24", "--vocab_size=300"], check=True, capture_output=True)
-    proc = subprocess.Popen([f"{BUILD}/server/longqa-server", f"--model_dir={model}",
-                             "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", "--threads=2"],
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    ports = None
-    log = ""
-    while time.time() < deadline and ports is None:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        log += line
-        m = re.search(r"on port (\d+), metrics on port (\d+)", line)
-        if m:
-            ports = int(m.group(1)), int(m.group(2))
-    assert ports, f"server did not start: {log}"
-    yield {"grpc": f"127.0.0.1:{ports[0]}", "metrics_port": ports[1]}
+    proc, grpc_port, metrics_port, _ = start_server(model)
+    yield {"grpc": f"127.0.0.1:{grpc_port}", "metrics_port": metrics_port}
     proc.terminate()
     assert proc.wait(timeout=60) == 0
 

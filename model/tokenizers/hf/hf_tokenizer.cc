@@ -10,9 +10,9 @@
 namespace longqa {
 namespace {
 
-bool IsAsciiOrUtf8Whitespace(std::string_view text, size_t pos, size_t* length) {
-  // Added-token stripping only needs the whitespace tokenizers' lstrip/rstrip see: decode one
-  // character and ask the White_Space property.
+// Whether the character at text[pos] is whitespace (what an added token's lstrip/rstrip takes
+// in); sets its byte length.
+bool WhitespaceAt(std::string_view text, size_t pos, size_t* length) {
   const NormalizedText one =
       NormalizedText::FromUtf8(text.substr(pos, std::min<size_t>(4, text.size() - pos)));
   if (one.empty() || !unicode::IsWhitespace(one.chars[0])) return false;
@@ -133,13 +133,13 @@ bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
           --back;
         }
         size_t length;
-        if (!IsAsciiOrUtf8Whitespace(text, back, &length) || back + length != match_begin) break;
+        if (!WhitespaceAt(text, back, &length) || back + length != match_begin) break;
         match_begin = back;
       }
     }
     if (token->rstrip) {
       size_t length;
-      while (match_end < text.size() && IsAsciiOrUtf8Whitespace(text, match_end, &length)) {
+      while (match_end < text.size() && WhitespaceAt(text, match_end, &length)) {
         match_end += length;
       }
     }
