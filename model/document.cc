@@ -1,6 +1,7 @@
 #include "model/document.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
 namespace {
@@ -81,38 +82,11 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
 }
 
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
+  for (size_t i = 0; i < s.size();) {
+    char32_t c;
+    const int length = unicode::DecodeUtf8(s, i, &c);
+    if (length == 0) return false;
+    i += static_cast<size_t>(length);
   }
   return true;
 }

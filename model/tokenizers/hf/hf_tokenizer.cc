@@ -13,10 +13,10 @@ namespace {
 // Whether the character at text[pos] is whitespace (what an added token's lstrip/rstrip takes
 // in); sets its byte length.
 bool WhitespaceAt(std::string_view text, size_t pos, size_t* length) {
-  const NormalizedText one =
-      NormalizedText::FromUtf8(text.substr(pos, std::min<size_t>(4, text.size() - pos)));
-  if (one.empty() || !unicode::IsWhitespace(one.chars[0])) return false;
-  *length = static_cast<size_t>(one.align[0].end - one.align[0].begin);
+  char32_t c;
+  const int decoded = unicode::DecodeUtf8(text, pos, &c);
+  if (decoded == 0 || !unicode::IsWhitespace(c)) return false;
+  *length = static_cast<size_t>(decoded);
   return true;
 }
 
@@ -87,6 +87,20 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(const std::strin
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", e.what()));
   }
+  if (tokenizer->trim_offsets_) {
+    const auto is_space = [](char32_t c) {
+      return c == ByteToChar(' ') || unicode::IsWhitespace(c);
+    };
+    tokenizer->edge_spaces_.resize(tokenizer->vocab_size());
+    for (int32_t id = 0; id < tokenizer->vocab_size(); ++id) {
+      const std::u32string chars = NormalizedText::FromUtf8(tokenizer->IdToPiece(id)).chars;
+      int32_t leading = 0, trailing = 0;
+      const auto n = static_cast<int32_t>(chars.size());
+      while (leading < n && is_space(chars[leading])) ++leading;
+      while (trailing < n && is_space(chars[n - 1 - trailing])) ++trailing;
+      tokenizer->edge_spaces_[id] = {leading, trailing};
+    }
+  }
   return tokenizer;
 }
 
@@ -129,7 +143,8 @@ bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
       // Whitespace before the token, back to the previous match, joins it.
       while (match_begin > segment_begin) {
         size_t back = match_begin - 1;
-        while (back > segment_begin && (static_cast<unsigned char>(text[back]) & 0xC0) == 0x80) {
+        while (back > segment_begin &&
+               unicode::IsUtf8Continuation(static_cast<unsigned char>(text[back]))) {
           --back;
         }
         size_t length;
@@ -155,18 +170,11 @@ bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
 
 void HfTokenizer::TrimOffsets(std::string_view text, std::vector<Piece>* pieces) const {
   const auto is_continuation = [&](int64_t pos) {
-    return (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80;
+    return unicode::IsUtf8Continuation(static_cast<unsigned char>(text[pos]));
   };
-  const auto is_space = [](char32_t c) { return c == ByteToChar(' ') || unicode::IsWhitespace(c); };
   for (size_t i = 0; i < pieces->size(); ++i) {
     Piece& piece = (*pieces)[i];
-    const std::u32string chars = NormalizedText::FromUtf8(IdToPiece(piece.id)).chars;
-    int64_t leading = 0, trailing = 0;
-    while (leading < static_cast<int64_t>(chars.size()) && is_space(chars[leading])) ++leading;
-    while (trailing < static_cast<int64_t>(chars.size()) &&
-           is_space(chars[chars.size() - 1 - trailing])) {
-      ++trailing;
-    }
+    auto [leading, trailing] = edge_spaces_[piece.id];
     if (leading > 0) {
       // The one space tokenizers added before the first word stays counted.
       const bool first = i == 0 || piece.byte_begin == 0;

@@ -49,6 +49,9 @@ class HfTokenizer : public Tokenizer {
 
   bool trim_offsets_ = false;
   bool trim_keeps_prefix_space_ = false;  // the post-processor's add_prefix_space
+  // With trim_offsets_, per id: the spaces its piece starts and ends with (counted at load, not
+  // per piece of every request).
+  std::vector<std::pair<int32_t, int32_t>> edge_spaces_;
   std::vector<AddedToken> added_;
   std::vector<std::vector<int>> added_by_first_byte_;  // indexes into added_, 256 lists
   std::unique_ptr<HfNormalizer> normalizer_;

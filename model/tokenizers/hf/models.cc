@@ -9,10 +9,28 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
 namespace {
+
+// The piece `id` standing for characters [begin, end) of the word.
+Piece PieceOf(const NormalizedText& word, size_t begin, size_t end, int32_t id) {
+  const OriginalBytes range = word.OriginalRange(begin, end);
+  return Piece{id, range.begin, range.end};
+}
+
+// A {"piece": id, ...} vocabulary (WordPiece, BPE).
+absl::Status ReadVocabObject(const nlohmann::json& spec, const char* type, Vocabulary* vocabulary) {
+  for (const auto& [piece, id] : spec.at("vocab").items()) {
+    if (!vocabulary->Add(piece, id.get<int32_t>())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokenizer.json: ", type, " piece \"", piece, "\" appears twice"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 // Greedy longest-match-first WordPiece, as BERT and tokenizers do it: a word longer than
 // max_input_chars_per_word, or one with any part that no piece covers, becomes a single unk.
@@ -21,19 +39,11 @@ class WordPieceModel : public HfModel {
   void Tokenize(const NormalizedText& word, std::vector<Piece>* pieces) const override {
     if (word.empty()) return;
     if (static_cast<int64_t>(word.size()) > max_chars_per_word_) {
-      pieces->push_back(Whole(word, unk_id_));
+      pieces->push_back(PieceOf(word, 0, word.size(), unk_id_));
       return;
     }
-    const std::string utf8 = word.Utf8();
-    // Byte offset of each character, and one past the end.
     std::vector<size_t> char_bytes;
-    char_bytes.reserve(word.size() + 1);
-    size_t bytes = 0;
-    for (char32_t c : word.chars) {
-      char_bytes.push_back(bytes);
-      bytes += unicode::Utf8Length(c);
-    }
-    char_bytes.push_back(bytes);
+    const std::string utf8 = word.Utf8(&char_bytes);
 
     const size_t first_new = pieces->size();
     std::string candidate;
@@ -55,23 +65,17 @@ class WordPieceModel : public HfModel {
       }
       if (found < 0) {
         pieces->resize(first_new);
-        pieces->push_back(Whole(word, unk_id_));
+        pieces->push_back(PieceOf(word, 0, word.size(), unk_id_));
         return;
       }
-      const OriginalBytes range = word.OriginalRange(start, end);
-      pieces->push_back(Piece{found, range.begin, range.end});
+      pieces->push_back(PieceOf(word, start, end, found));
       start = end;
     }
   }
 
   static absl::StatusOr<std::unique_ptr<HfModel>> Make(const nlohmann::json& spec) {
     auto model = std::make_unique<WordPieceModel>();
-    for (const auto& [piece, id] : spec.at("vocab").items()) {
-      if (!model->vocabulary_.Add(piece, id.get<int32_t>())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tokenizer.json: WordPiece piece \"", piece, "\" appears twice"));
-      }
-    }
+    LONGQA_RETURN_IF_ERROR(ReadVocabObject(spec, "WordPiece", &model->vocabulary_));
     model->prefix_ = spec.value("continuing_subword_prefix", "##");
     model->max_chars_per_word_ = spec.value("max_input_chars_per_word", 100);
     const std::string unk = spec.value("unk_token", "[UNK]");
@@ -84,11 +88,6 @@ class WordPieceModel : public HfModel {
   }
 
  private:
-  static Piece Whole(const NormalizedText& word, int32_t id) {
-    const OriginalBytes range = word.OriginalRange(0, word.size());
-    return Piece{id, range.begin, range.end};
-  }
-
   std::string prefix_;
   int64_t max_chars_per_word_ = 100;
   int32_t unk_id_ = 0;
@@ -107,8 +106,7 @@ class BpeModel : public HfModel {
     if (ignore_merges_) {
       const int32_t id = vocabulary_.Find(word.Utf8());
       if (id >= 0) {
-        const OriginalBytes range = word.OriginalRange(0, word.size());
-        pieces->push_back(Piece{id, range.begin, range.end});
+        pieces->push_back(PieceOf(word, 0, word.size(), id));
         return;
       }
     }
@@ -138,20 +136,14 @@ class BpeModel : public HfModel {
     flush_unk(word.size());
     MergeAll(&symbols);
     for (const Symbol& symbol : symbols) {
-      if (symbol.removed) continue;
-      const OriginalBytes range = word.OriginalRange(symbol.char_begin, symbol.char_end);
-      pieces->push_back(Piece{symbol.id, range.begin, range.end});
+      if (!symbol.removed)
+        pieces->push_back(PieceOf(word, symbol.char_begin, symbol.char_end, symbol.id));
     }
   }
 
   static absl::StatusOr<std::unique_ptr<HfModel>> Make(const nlohmann::json& spec) {
     auto model = std::make_unique<BpeModel>();
-    for (const auto& [piece, id] : spec.at("vocab").items()) {
-      if (!model->vocabulary_.Add(piece, id.get<int32_t>())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tokenizer.json: BPE piece \"", piece, "\" appears twice"));
-      }
-    }
+    LONGQA_RETURN_IF_ERROR(ReadVocabObject(spec, "BPE", &model->vocabulary_));
     if (spec.value("byte_fallback", false)) {
       return absl::UnimplementedError("tokenizer.json: BPE byte_fallback is not supported");
     }
@@ -274,11 +266,6 @@ class BpeModel : public HfModel {
   bool ignore_merges_ = false;
 };
 
-// A score as tokenizers holds it. tokenizer.json holds shortest round-trip decimals; tokenizers
-// reads them with serde_json's default parser, which is not correctly rounded: it takes the
-// decimal digits as an integer, converts that to double, then divides (or multiplies) by one
-// power of ten. For 17-digit scores this can land one ulp from the correctly rounded value,
-// which decides Viterbi ties between equal-sum segmentations; so scores are re-read that way.
 // serde_json's table: the correctly rounded literals 1e0 ... 1e308.
 double PowerOfTen(int n) {
   static const std::vector<double> table = [] {
@@ -289,6 +276,11 @@ double PowerOfTen(int n) {
   return table[n];
 }
 
+// A score as tokenizers holds it. tokenizer.json holds shortest round-trip decimals; tokenizers
+// reads them with serde_json's default parser, which is not correctly rounded: it takes the
+// decimal digits as an integer, converts that to double, then divides (or multiplies) by one
+// power of ten. For 17-digit scores this can land one ulp from the correctly rounded value,
+// which decides Viterbi ties between equal-sum segmentations; so scores are re-read that way.
 double AsSerdeJsonReadsIt(double value) {
   char text[64];
   const auto result = std::to_chars(text, text + sizeof(text), value);
@@ -330,11 +322,9 @@ class UnigramModel : public HfModel {
  public:
   void Tokenize(const NormalizedText& word, std::vector<Piece>* pieces) const override {
     if (word.empty()) return;
-    const std::string utf8 = word.Utf8();
+    std::vector<size_t> char_bytes;
+    const std::string utf8 = word.Utf8(&char_bytes);
     const size_t n = word.size();
-    std::vector<size_t> char_bytes(n + 1, 0);
-    for (size_t i = 0; i < n; ++i)
-      char_bytes[i + 1] = char_bytes[i] + unicode::Utf8Length(word.chars[i]);
     struct Best {
       double score = 0;
       int64_t from = -1;  // start char of the last piece; -1 while unreached
@@ -385,8 +375,7 @@ class UnigramModel : public HfModel {
             std::string_view(utf8.data() + char_bytes[start], char_bytes[end] - char_bytes[start]));
         if (found >= 0) id = found;
       }
-      const OriginalBytes range = word.OriginalRange(start, end);
-      pieces->push_back(Piece{id, range.begin, range.end});
+      pieces->push_back(PieceOf(word, start, end, id));
     }
   }
 

@@ -3,46 +3,6 @@
 #include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
-namespace {
-
-// Decodes one UTF-8 sequence at text[i]; returns its length, or 0 when it is invalid.
-int DecodeOne(std::string_view text, size_t i, char32_t* c) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  int length;
-  char32_t value;
-  if (lead < 0x80) {
-    *c = lead;
-    return 1;
-  } else if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    value = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    value = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    value = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (int k = 1; k < length; ++k) {
-    const unsigned char next = byte(i + k);
-    if ((next & 0xC0) != 0x80) return 0;
-    value = (value << 6) | (next & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid.
-  if ((length == 3 && value < 0x800) || (length == 4 && (value < 0x10000 || value > 0x10FFFF)) ||
-      (value >= 0xD800 && value <= 0xDFFF)) {
-    return 0;
-  }
-  *c = value;
-  return length;
-}
-
-}  // namespace
-
 NormalizedText NormalizedText::FromUtf8(std::string_view text, int64_t base_offset) {
   NormalizedText out;
   out.origin = base_offset;
@@ -50,7 +10,7 @@ NormalizedText NormalizedText::FromUtf8(std::string_view text, int64_t base_offs
   out.align.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     char32_t c;
-    int length = DecodeOne(text, i, &c);
+    int length = unicode::DecodeUtf8(text, i, &c);
     if (length == 0) {
       c = 0xFFFD;
       length = 1;
@@ -71,11 +31,20 @@ NormalizedText NormalizedText::Slice(size_t begin, size_t end) const {
   return out;
 }
 
-std::string NormalizedText::Utf8() const {
+std::string NormalizedText::Utf8(std::vector<size_t>* char_bytes) const {
   std::string out;
   out.reserve(chars.size());
-  for (char32_t c : chars) unicode::AppendUtf8(c, &out);
+  if (char_bytes != nullptr) char_bytes->assign(1, 0);
+  for (char32_t c : chars) {
+    unicode::AppendUtf8(c, &out);
+    if (char_bytes != nullptr) char_bytes->push_back(out.size());
+  }
   return out;
+}
+
+void NormalizedText::Prepend(char32_t c) {
+  chars.insert(chars.begin(), c);
+  align.insert(align.begin(), align.front());
 }
 
 void NormalizedText::Transform(const std::vector<std::pair<char32_t, int>>& edits) {

@@ -30,7 +30,9 @@ struct NormalizedText {
   bool empty() const { return chars.empty(); }
   // Characters [begin, end) with their alignments.
   NormalizedText Slice(size_t begin, size_t end) const;
-  std::string Utf8() const;
+  // The text as UTF-8; with char_bytes, also each character's byte offset in it and, last, its
+  // size.
+  std::string Utf8(std::vector<size_t>* char_bytes = nullptr) const;
   // The original byte range of characters [begin, end), which must not be empty.
   OriginalBytes OriginalRange(size_t begin, size_t end) const {
     return {align[begin].begin, align[end - 1].end};
@@ -41,6 +43,9 @@ struct NormalizedText {
   // (taking the alignment of the last character consumed), change < 0 replaces the next one and
   // also removes the -change characters after it.
   void Transform(const std::vector<std::pair<char32_t, int>>& edits);
+  // Puts c before the first character (which must exist), with that character's alignment: what
+  // tokenizers' prepend does (c replaces the first character, which is then re-inserted).
+  void Prepend(char32_t c);
   // Keeps only characters for which keep(c) is true; the kept keep their alignments.
   template <typename Keep>
   void Filter(Keep keep) {

@@ -107,12 +107,7 @@ class ByteLevelPreTokenizer : public HfPreTokenizer {
   void Split(std::vector<NormalizedText>* words) const override {
     std::vector<NormalizedText> out;
     for (NormalizedText& word : *words) {
-      if (add_prefix_space_ && !word.empty() && word.chars[0] != U' ') {
-        // tokenizers' prepend: the space replaces the first character, which is re-inserted.
-        std::vector<std::pair<char32_t, int>> edits = {{U' ', 0}, {word.chars[0], 1}};
-        for (size_t i = 1; i < word.size(); ++i) edits.push_back({word.chars[i], 0});
-        word.Transform(edits);
-      }
+      if (add_prefix_space_ && !word.empty() && word.chars[0] != U' ') word.Prepend(U' ');
       if (!use_regex_) {
         out.push_back(std::move(word));
         continue;
@@ -128,10 +123,10 @@ class ByteLevelPreTokenizer : public HfPreTokenizer {
   }
 
  private:
-  static bool IsLetter(char32_t c) { return unicode::IsLetter(c); }
-  static bool IsNumber(char32_t c) { return unicode::IsNumber(c); }
-  static bool IsSpace(char32_t c) { return unicode::IsWhitespace(c); }
-  static bool IsOther(char32_t c) { return !IsSpace(c) && !IsLetter(c) && !IsNumber(c); }
+  // [^\s\p{L}\p{N}]
+  static bool IsOther(char32_t c) {
+    return !unicode::IsWhitespace(c) && !unicode::IsLetter(c) && !unicode::IsNumber(c);
+  }
 
   // The end of the regex's match at `i` (every position matches something).
   static size_t MatchAt(const std::u32string& s, size_t i) {
@@ -145,7 +140,7 @@ class ByteLevelPreTokenizer : public HfPreTokenizer {
       }
     }
     const size_t j = s[i] == U' ' && i + 1 < n ? i + 1 : i;
-    for (bool (*in_class)(char32_t) : {&IsLetter, &IsNumber, &IsOther}) {
+    for (bool (*in_class)(char32_t) : {&unicode::IsLetter, &unicode::IsNumber, &IsOther}) {
       if (in_class(s[j])) {
         size_t k = j;
         while (k < n && in_class(s[k])) ++k;
@@ -155,7 +150,7 @@ class ByteLevelPreTokenizer : public HfPreTokenizer {
     // Whitespace: a run that ends the text, or all but its last character (which then leads
     // the next word), or a single character.
     size_t k = i;
-    while (k < n && IsSpace(s[k])) ++k;
+    while (k < n && unicode::IsWhitespace(s[k])) ++k;
     if (k == n || k - i == 1) return k;
     return k - 1;
   }
@@ -196,9 +191,7 @@ class MetaspacePreTokenizer : public HfPreTokenizer {
       const bool at_text_start = word.origin == 0;
       if (word.chars[0] != replacement_ &&
           (prepend_ == Prepend::kAlways || (prepend_ == Prepend::kFirst && at_text_start))) {
-        std::vector<std::pair<char32_t, int>> edits = {{replacement_, 0}, {word.chars[0], 1}};
-        for (size_t i = 1; i < word.size(); ++i) edits.push_back({word.chars[i], 0});
-        word.Transform(edits);
+        word.Prepend(replacement_);
       }
       if (!split_) {
         out.push_back(std::move(word));

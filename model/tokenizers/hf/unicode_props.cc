@@ -12,7 +12,7 @@ namespace {
 // The Unicode version of each of tokenizers' tables (measured over every code point against
 // tokenizers 0.19.1: docs/tokenizers.md).
 constexpr int kCategoryVersion = 8;        // unicode_categories crate: Unicode 8.0
-constexpr int kDecompositionVersion = 13;  // unicode-normalization-alignments: before 13.0
+constexpr int kDecompositionVersion = 12;  // unicode-normalization-alignments: 12.x (not 13.0)
 constexpr int kRegexVersion = 14;          // Oniguruma (the byte-level regex): Unicode 14.0
 
 // Characters assigned by Unicode 8.0 whose general category changed later; the crate still has
@@ -30,16 +30,16 @@ constexpr CategoryChange kChangedSince8[] = {
     {0x166D, U_OTHER_PUNCTUATION},       // CANADIAN SYLLABICS CHI SIGN: So since 12.0
 };
 
-bool AssignedBefore(char32_t c, int major_version) {
+// The major Unicode version that assigned c; 0 for unassigned code points.
+int MajorAge(char32_t c) {
   UVersionInfo age;
   u_charAge(static_cast<UChar32>(c), age);
-  return (age[0] != 0 || age[1] != 0) && age[0] < major_version;
+  return age[0] == 0 && age[1] == 0 ? 0 : age[0];
 }
 
 bool AssignedBy(char32_t c, int major_version) {
-  UVersionInfo age;
-  u_charAge(static_cast<UChar32>(c), age);
-  return (age[0] != 0 || age[1] != 0) && age[0] <= major_version;
+  const int age = MajorAge(c);
+  return age != 0 && age <= major_version;
 }
 
 UCharCategory CategoryOfUnicode8(char32_t c) {
@@ -143,7 +143,7 @@ void AppendLowercase(char32_t c, std::u32string* out) {
 }
 
 void AppendCanonicalDecomposition(char32_t c, std::u32string* out) {
-  if (c < 0xC0 || !AssignedBefore(c, kDecompositionVersion)) {
+  if (c < 0xC0 || !AssignedBy(c, kDecompositionVersion)) {
     out->push_back(c);
     return;
   }
@@ -162,8 +162,43 @@ void AppendCanonicalDecomposition(char32_t c, std::u32string* out) {
 }
 
 uint8_t CombiningClass(char32_t c) {
-  if (c < 0x300 || !AssignedBefore(c, kDecompositionVersion)) return 0;
+  if (c < 0x300 || !AssignedBy(c, kDecompositionVersion)) return 0;
   return u_getCombiningClass(static_cast<UChar32>(c));
+}
+
+int DecodeUtf8(std::string_view text, size_t i, char32_t* c) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  int length;
+  char32_t value;
+  if (lead < 0x80) {
+    *c = lead;
+    return 1;
+  } else if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    value = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    value = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    value = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (int k = 1; k < length; ++k) {
+    const unsigned char next = byte(i + k);
+    if (!IsUtf8Continuation(next)) return 0;
+    value = (value << 6) | (next & 0x3F);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are invalid.
+  if ((length == 3 && value < 0x800) || (length == 4 && (value < 0x10000 || value > 0x10FFFF)) ||
+      (value >= 0xD800 && value <= 0xDFFF)) {
+    return 0;
+  }
+  *c = value;
+  return length;
 }
 
 int Utf8Length(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }

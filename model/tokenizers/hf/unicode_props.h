@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace longqa::unicode {
 
@@ -36,6 +37,10 @@ void AppendCanonicalDecomposition(char32_t c, std::u32string* out);
 uint8_t CombiningClass(char32_t c);
 
 // UTF-8 helpers.
+// Decodes the sequence at text[i] into *c and returns its length, or returns 0 when it is not
+// valid UTF-8 (a stray or truncated byte, an overlong form, a surrogate, past U+10FFFF).
+int DecodeUtf8(std::string_view text, size_t i, char32_t* c);
+inline bool IsUtf8Continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 int Utf8Length(char32_t c);
 void AppendUtf8(char32_t c, std::string* out);
 

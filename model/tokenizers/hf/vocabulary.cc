@@ -18,8 +18,9 @@ bool Vocabulary::Add(std::string piece, int32_t id) {
 void Vocabulary::AddOrReplace(std::string piece, int32_t id) {
   const auto it = ids_.find(piece);
   if (it != ids_.end()) {
+    // The string the key views is stored already: the earlier id's piece.
+    pieces_[id] = pieces_.at(it->second);
     it->second = id;
-    pieces_[id] = &*std::find(storage_.begin(), storage_.end(), piece);
     size_ = std::max(size_, id + 1);
     return;
   }
