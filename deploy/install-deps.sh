@@ -10,14 +10,22 @@ third_party="${LONGQA_THIRD_PARTY:-$root/third_party}"
 sudo_cmd=""
 if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
 
+# LONGQA_DEPS_PROFILE=image (deploy/Dockerfile's builder): only what building the server and the
+# CLI needs; no test, benchmark or deployment tools and no Python venv.
+profile="${LONGQA_DEPS_PROFILE:-full}"
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl dpkg-dev
+  build-essential cmake ninja-build pkg-config ca-certificates dpkg-dev
   libtorch-dev libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libicu-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3 python3-venv python3-torch clang-format openssl
 )
+if [ "$profile" != image ]; then
+  packages+=(
+    ccache git curl libgtest-dev libgmock-dev libbenchmark-dev
+    prometheus python3 python3-venv python3-torch clang-format openssl
+    podman runc debootstrap yamllint
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -76,7 +84,7 @@ fi
 # Python test tools (never used by the server): a venv on Debian's python3 that also sees Debian's
 # python3-torch (CPU, the same LibTorch 1.13 as the build; PyPI's torch wheel pulls in gigabytes of
 # CUDA libraries), plus tests/requirements.txt (transformers, tokenizers, grpcio, pytest, ...).
-if [ "${LONGQA_SKIP_VENV:-0}" != 1 ]; then
+if [ "${LONGQA_SKIP_VENV:-0}" != 1 ] && [ "$profile" != image ]; then
   venv="$root/.venv"
   if [ -x "$venv/bin/python" ] && ! grep -qs "include-system-site-packages = true" "$venv/pyvenv.cfg"; then
     rm -rf "$venv"  # an older venv without Debian's torch: make it anew

@@ -5,6 +5,16 @@
 #include <fstream>
 
 namespace longqa {
+
+const char* const kRpcMethods[3] = {"Answer", "AnswerStream", "GetModelInfo"};
+// The codes the service returns (docs/api.md); others are still counted when they happen.
+const char* const kStatusCodes[9] = {
+    "OK",        "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED",
+    "CANCELLED", "UNAVAILABLE",      "UNAUTHENTICATED",    "INTERNAL",
+    "UNKNOWN"};
+const char* const kAnswerTypes[5] = {"no_answer", "yes", "no", "short", "long_only"};
+const char* const kDropReasons[2] = {"deadline", "cancelled"};
+
 namespace {
 
 using prometheus::Histogram;
@@ -87,6 +97,18 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   model_info_ = GaugeFamily(r, "longqa_model_info", "The served model (always 1), with its labels");
   resident_memory_ =
       MakeGauge(r, "longqa_process_resident_memory_bytes", "Resident memory of the server process");
+  ready_ =
+      MakeGauge(r, "longqa_ready",
+                "1 while the model is loaded and the server answers, 0 while it loads or drains");
+  queue_limit_tokens_ = MakeGauge(r, "longqa_queue_limit_tokens",
+                                  "Tokens the batching queue admits (--max_queue_tokens)");
+  for (const char* method : kRpcMethods) {
+    for (const char* code : kStatusCodes) requests_->Add({{"method", method}, {"code", code}});
+    request_seconds_->Add({{"method", method}}, LatencyBuckets());
+  }
+  for (const char* type : kAnswerTypes) answers_->Add({{"type", type}});
+  for (const char* reason : kDropReasons) dropped_->Add({{"reason", reason}});
+  RefreshProcessGauges();
 }
 
 void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,
@@ -139,6 +161,12 @@ void ServerMetrics::SetModelInfo(const std::string& name, const std::string& arc
              {"device", device},
              {"version", version}})
       .Set(1);
+}
+
+void ServerMetrics::SetReady(bool ready) { ready_->Set(ready ? 1 : 0); }
+
+void ServerMetrics::SetQueueLimit(int64_t max_queue_tokens) {
+  queue_limit_tokens_->Set(static_cast<double>(max_queue_tokens));
 }
 
 void ServerMetrics::RefreshProcessGauges() {

@@ -16,6 +16,8 @@ namespace longqa {
 
 class ServerMetrics {
  public:
+  // Every labelled series that the dashboard and alerts (deploy/) read exists from the start, at 0:
+  // a fresh server shows "0 errors" rather than "no data".
   ServerMetrics();
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -33,6 +35,10 @@ class ServerMetrics {
   void AddInFlight(int64_t delta);
   void SetModelInfo(const std::string& name, const std::string& architecture,
                     const std::string& device, const std::string& version);
+  // 1 while the server answers (model loaded and warmed up, not draining), else 0.
+  void SetReady(bool ready);
+  // The queue's token limit, so that alerts can state saturation as a ratio.
+  void SetQueueLimit(int64_t max_queue_tokens);
   // Refreshes gauges read from the OS (resident memory); called before each scrape.
   void RefreshProcessGauges();
 
@@ -56,6 +62,14 @@ class ServerMetrics {
   prometheus::Gauge* in_flight_;
   prometheus::Family<prometheus::Gauge>* model_info_;
   prometheus::Gauge* resident_memory_;
+  prometheus::Gauge* ready_;
+  prometheus::Gauge* queue_limit_tokens_;
 };
+
+// The label values ServerMetrics pre-initialises.
+extern const char* const kRpcMethods[3];
+extern const char* const kStatusCodes[9];
+extern const char* const kAnswerTypes[5];
+extern const char* const kDropReasons[2];
 
 }  // namespace longqa

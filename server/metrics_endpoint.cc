@@ -4,6 +4,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -57,6 +60,12 @@ absl::Status MetricsEndpoint::Start(const std::string& address) {
     return absl::UnavailableError(absl::StrCat("metrics endpoint cannot bind ", address));
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() does nothing until the listen loop runs: a Stop() right after Start() (the
+  // model failed to load) would otherwise leave the thread listening and the join hanging.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!http_->is_running() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return absl::OkStatus();
 }
 

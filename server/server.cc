@@ -51,6 +51,16 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   LONGQA_RETURN_IF_ERROR(ValidateServerOptions(options));
   std::unique_ptr<LongqaServer> s(new LongqaServer());
   s->options_ = options;
+  // Metrics come up first, with longqa_ready 0: a model that loads slowly or never is visible to
+  // Prometheus (alert LongqaModelNeverReady), not just absent.
+  s->metrics_ = std::make_unique<ServerMetrics>();
+  s->metrics_->SetQueueLimit(options.max_queue_tokens);
+  if (!options.metrics_listen.empty()) {
+    ServerMetrics* metrics = s->metrics_.get();
+    s->metrics_endpoint_ = std::make_unique<MetricsEndpoint>(
+        metrics->registry(), [metrics] { metrics->RefreshProcessGauges(); });
+    LONGQA_RETURN_IF_ERROR(s->metrics_endpoint_->Start(options.metrics_listen));
+  }
   LONGQA_ASSIGN_OR_RETURN(
       s->engine_, Engine::LoadFromDir(options.model_dir, {options.threads, options.device}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
@@ -68,7 +78,6 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   }
   LONGQA_ASSIGN_OR_RETURN(auto credentials, MakeCredentials(options));
 
-  s->metrics_ = std::make_unique<ServerMetrics>();
   const ModelConfig& c = s->engine_->config();
   s->metrics_->SetModelInfo(ModelName(options.model_dir), ArchitectureName(c.architecture),
                             s->engine_->device().str(), kVersion);
@@ -97,13 +106,11 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (s->server_ == nullptr || s->grpc_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
-  if (!options.metrics_listen.empty()) {
-    ServerMetrics* metrics = s->metrics_.get();
-    s->metrics_endpoint_ = std::make_unique<MetricsEndpoint>(
-        metrics->registry(), [metrics] { metrics->RefreshProcessGauges(); });
-    LONGQA_RETURN_IF_ERROR(s->metrics_endpoint_->Start(options.metrics_listen));
-  }
+  // Health answers for "" (the whole server) and for the service's own name.
+  s->server_->GetHealthCheckService()->SetServingStatus(v1::QuestionAnswering::service_full_name(),
+                                                        true);
   s->server_->GetHealthCheckService()->SetServingStatus(true);
+  s->metrics_->SetReady(true);
   return s;
 }
 
@@ -111,6 +118,7 @@ bool LongqaServer::Drain() {
   if (drained_) return true;
   drained_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  metrics_->SetReady(false);
   const bool finished = batcher_->Drain(std::chrono::seconds(options_.drain_timeout_s));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();

@@ -1,6 +1,7 @@
-// LongqaServer: the whole serving process minus signal handling. Start() loads the model, runs a
-// warm-up request, starts the batcher, the gRPC server (service, health, reflection, TLS/mTLS) and
-// the metrics endpoint; health says SERVING only after all of that. Drain() is the graceful stop.
+// LongqaServer: the whole serving process minus signal handling. Start() starts the metrics
+// endpoint, loads the model, runs a warm-up request, starts the batcher and the gRPC server
+// (service, health, reflection, TLS/mTLS); health says SERVING and longqa_ready 1 only after all
+// of that. Drain() is the graceful stop.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

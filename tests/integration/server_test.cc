@@ -273,6 +273,11 @@ TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
   grpc::health::v1::HealthCheckResponse hr;
   ASSERT_TRUE(health->Check(&hc, {}, &hr).ok());
   EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  grpc::ClientContext named_hc;  // by the service's own name too
+  grpc::health::v1::HealthCheckRequest named;
+  named.set_service("longqa.v1.QuestionAnswering");
+  ASSERT_TRUE(health->Check(&named_hc, named, &hr).ok());
+  EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   auto stub = v1::QuestionAnswering::NewStub(channel);
   v1::AnswerResponse answered;  // one request, so that every labelled series exists
   ASSERT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &answered).ok());
@@ -294,6 +299,7 @@ TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
     EXPECT_NE(page.find(name), std::string::npos) << name;
   }
   EXPECT_GT(Sample(page, "longqa_process_resident_memory_bytes"), 1e6);
+  EXPECT_EQ(Sample(page, "longqa_ready"), 1);
 }
 
 TEST(ServerOptionsTest, MetricsEndpointCanBeTurnedOff) {
@@ -379,6 +385,13 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
   grpc::health::v1::HealthCheckResponse hr;
   ASSERT_TRUE(grpc::health::v1::Health::NewStub(channel)->Check(&hc, {}, &hr).ok());
   EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  grpc::ClientContext named_hc;
+  named_hc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest named;
+  named.set_service("longqa.v1.QuestionAnswering");
+  ASSERT_TRUE(grpc::health::v1::Health::NewStub(channel)->Check(&named_hc, named, &hr).ok());
+  EXPECT_EQ(hr.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Sample(Scrape(server.metrics_port()), "longqa_ready"), 0);
   v1::AnswerResponse late;
   EXPECT_EQ(Call(*Stub(server.address()), Request("kalo", "text"), &late, 5000).error_code(),
             grpc::StatusCode::UNAVAILABLE);
