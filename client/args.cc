@@ -1,11 +1,16 @@
 #include "client/args.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace longqa::cli {
 
 std::string ReadFileOrThrow(const std::string& path, const std::string& flag) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw UsageError(flag + " " + path + " is a directory, not a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read " + flag + " " + path);
   std::stringstream s;
@@ -17,6 +22,7 @@ Args::Args(int argc, char** argv, int first, const std::set<std::string>& known,
            const std::set<std::string>& booleans) {
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") throw HelpRequested{};
     if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
     arg = arg.substr(2);
     std::string value;
@@ -41,16 +47,21 @@ std::string Args::Get(const std::string& name, const std::string& fallback) cons
   return it == values_.end() ? fallback : it->second;
 }
 
-int64_t Args::GetInt(const std::string& name, int64_t fallback) const {
+int64_t Args::GetInt(const std::string& name, int64_t fallback, int64_t min) const {
   if (!Has(name)) return fallback;
+  int64_t v = 0;
   try {
     size_t used = 0;
-    const int64_t v = std::stoll(Get(name), &used);
+    v = std::stoll(Get(name), &used);
     if (used != Get(name).size()) throw std::invalid_argument("trailing");
-    return v;
   } catch (const std::exception&) {
     throw UsageError("--" + name + " must be an integer, got '" + Get(name) + "'");
   }
+  if (v < min) {
+    throw UsageError("--" + name + " must be at least " + std::to_string(min) + ", got " +
+                     Get(name));
+  }
+  return v;
 }
 
 double Args::GetDouble(const std::string& name, double fallback) const {

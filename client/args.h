@@ -2,6 +2,7 @@
 // "--flag" booleans, and a usage error naming the bad flag.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -13,8 +14,10 @@ namespace longqa::cli {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// -h or --help among a command's flags: main prints the usage and exits 0.
+struct HelpRequested {};
 
-// The whole file; a UsageError naming `flag` when it cannot be read.
+// The whole file; a UsageError naming `flag` when it cannot be read or is a directory.
 std::string ReadFileOrThrow(const std::string& path, const std::string& flag);
 
 class Args {
@@ -26,7 +29,9 @@ class Args {
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;
-  int64_t GetInt(const std::string& name, int64_t fallback) const;
+  // A UsageError when the value is not an integer or is below `min`.
+  int64_t GetInt(const std::string& name, int64_t fallback,
+                 int64_t min = std::numeric_limits<int64_t>::min()) const;
   double GetDouble(const std::string& name, double fallback) const;
   bool GetBool(const std::string& name) const;
 

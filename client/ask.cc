@@ -54,9 +54,9 @@ int RunAsk(int argc, char** argv) {
   v1::AnswerRequest request;
   request.set_question(args.Get("question"));
   request.mutable_document()->set_text(text);
-  request.mutable_options()->set_n_best(static_cast<uint32_t>(args.GetInt("n_best", 1)));
+  request.mutable_options()->set_n_best(static_cast<uint32_t>(args.GetInt("n_best", 1, 1)));
   request.mutable_options()->set_max_short_answer_tokens(
-      static_cast<uint32_t>(args.GetInt("max_short_answer_tokens", 0)));
+      static_cast<uint32_t>(args.GetInt("max_short_answer_tokens", 0, 0)));
   request.mutable_options()->set_null_threshold(
       static_cast<float>(args.GetDouble("null_threshold", 0)));
   request.mutable_options()->set_include_timing(true);

@@ -53,10 +53,10 @@ int RunBench(int argc, char** argv) {
   known.insert(
       {"concurrency", "rate", "duration_s", "requests", "file", "question", "doc_words", "csv"});
   const Args args(argc, argv, 2, known, {});
-  const int concurrency = static_cast<int>(args.GetInt("concurrency", 1));
+  const int concurrency = static_cast<int>(args.GetInt("concurrency", 1, 1));
   const double rate = args.GetDouble("rate", 0);
   const double duration_s = args.GetDouble("duration_s", 10);
-  const int64_t max_requests = args.GetInt("requests", 0);
+  const int64_t max_requests = args.GetInt("requests", 0, 0);
   if (concurrency < 1 || duration_s <= 0 || rate < 0 || max_requests < 0) {
     throw UsageError("bench: --concurrency ≥ 1, --duration_s > 0, --rate ≥ 0, --requests ≥ 0");
   }
@@ -64,7 +64,7 @@ int RunBench(int argc, char** argv) {
   if (args.Has("file")) {
     text = ReadFileOrThrow(args.Get("file"), "--file");
   } else {
-    text = GeneratedDocument(args.GetInt("doc_words", 2000));
+    text = GeneratedDocument(args.GetInt("doc_words", 2000, 1));
   }
   v1::AnswerRequest request;
   request.set_question(args.Get("question", "where was the bridge founded"));

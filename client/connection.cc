@@ -1,6 +1,22 @@
 #include "client/connection.h"
 
 namespace longqa::cli {
+namespace {
+
+// A PEM file holding a `kind` block ("CERTIFICATE", "PRIVATE KEY"), or a UsageError saying what
+// is wrong: gRPC's own error for a bad one is a dump of channel arguments.
+std::string ReadPem(const std::string& path, const std::string& flag, const std::string& kind) {
+  std::string pem = ReadFileOrThrow(path, flag);
+  const auto begin = pem.find("-----BEGIN ");
+  if (begin == std::string::npos || pem.find(kind + "-----", begin) == std::string::npos ||
+      pem.find("-----END ", begin) == std::string::npos) {
+    throw UsageError(flag + " " + path + " holds no PEM " + kind + " block");
+  }
+  return pem;
+}
+
+}  // namespace
+
 const std::set<std::string>& ConnectionFlags() {
   static const std::set<std::string> flags = {"target",  "tls_ca",     "tls_cert",
                                               "tls_key", "token_file", "timeout_s"};
@@ -8,7 +24,7 @@ const std::set<std::string>& ConnectionFlags() {
 }
 
 Connection::Connection(const Args& args)
-    : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetInt("timeout_s", 60)) {
+    : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetInt("timeout_s", 60, 1)) {
   if (args.Has("token_file")) {
     token_ = ReadFileOrThrow(args.Get("token_file"), "--token_file");
     while (!token_.empty() && std::isspace(static_cast<unsigned char>(token_.back()))) {
@@ -18,13 +34,14 @@ Connection::Connection(const Args& args)
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (args.Has("tls_ca") || args.Has("tls_cert")) {
     grpc::SslCredentialsOptions ssl;
-    if (args.Has("tls_ca")) ssl.pem_root_certs = ReadFileOrThrow(args.Get("tls_ca"), "--tls_ca");
+    if (args.Has("tls_ca"))
+      ssl.pem_root_certs = ReadPem(args.Get("tls_ca"), "--tls_ca", "CERTIFICATE");
     if (args.Has("tls_cert") != args.Has("tls_key")) {
       throw UsageError("--tls_cert and --tls_key go together");
     }
     if (args.Has("tls_cert")) {
-      ssl.pem_cert_chain = ReadFileOrThrow(args.Get("tls_cert"), "--tls_cert");
-      ssl.pem_private_key = ReadFileOrThrow(args.Get("tls_key"), "--tls_key");
+      ssl.pem_cert_chain = ReadPem(args.Get("tls_cert"), "--tls_cert", "CERTIFICATE");
+      ssl.pem_private_key = ReadPem(args.Get("tls_key"), "--tls_key", "PRIVATE KEY");
     }
     creds = grpc::SslCredentials(ssl);
   }

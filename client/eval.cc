@@ -73,8 +73,8 @@ int RunEval(int argc, char** argv) {
   }
   const Connection connection(args);
   RunnerOptions options;
-  options.concurrency = static_cast<int>(args.GetInt("concurrency", 4));
-  options.max_attempts = static_cast<int>(args.GetInt("max_attempts", 5));
+  options.concurrency = static_cast<int>(args.GetInt("concurrency", 4, 1));
+  options.max_attempts = static_cast<int>(args.GetInt("max_attempts", 5, 1));
   options.progress = !args.GetBool("no_progress") && isatty(STDERR_FILENO);
   const std::vector<RunResult> results = RunAll(connection, requests, options);
 

@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
     if (command == "bench") return RunBench(argc, argv);
     if (command == "health") return RunHealth(argc, argv);
     if (command == "info") return RunInfo(argc, argv);
+  } catch (const HelpRequested&) {
+    std::cout << Usage();
+    return kExitOk;
   } catch (const UsageError& e) {
     std::cerr << "longqa " << command << ": " << e.what() << "\n\n" << Usage();
     return kExitUsage;

@@ -25,8 +25,8 @@ PrecisionRecall At(const std::vector<Judged>& judged, int64_t gold_non_null, dou
   pr.threshold = threshold;
   pr.precision = predicted ? static_cast<double>(correct) / predicted : 0;
   pr.recall = gold_non_null ? static_cast<double>(correct) / gold_non_null : 0;
-  pr.f1 = pr.precision + pr.recall > 0 ? 2 * pr.precision * pr.recall / (pr.precision + pr.recall)
-                                       : 0;
+  pr.f1 =
+      pr.precision + pr.recall > 0 ? 2 * pr.precision * pr.recall / (pr.precision + pr.recall) : 0;
   return pr;
 }
 

@@ -17,14 +17,16 @@ struct ByteSpan {
   int64_t end = -1;
   bool null() const { return begin < 0; }
   bool operator==(const ByteSpan& o) const { return begin == o.begin && end == o.end; }
-  bool operator<(const ByteSpan& o) const { return std::make_pair(begin, end) < std::make_pair(o.begin, o.end); }
+  bool operator<(const ByteSpan& o) const {
+    return std::make_pair(begin, end) < std::make_pair(o.begin, o.end);
+  }
 };
 
 struct NqGold {
   std::string example_id;
-  ByteSpan long_answer;                // null: no long answer
+  ByteSpan long_answer;  // null: no long answer
   std::vector<ByteSpan> short_answers;
-  std::string yes_no = "NONE";         // YES, NO or NONE
+  std::string yes_no = "NONE";  // YES, NO or NONE
 };
 
 struct NqPrediction {

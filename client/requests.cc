@@ -9,8 +9,9 @@
 
 namespace longqa::cli {
 
-std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(const std::string& path,
-                                                              const std::string& flag) {
+std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(
+    const std::string& path, const std::string& flag,
+    std::vector<std::pair<int64_t, std::string>>* bad_lines) {
   std::istringstream in(ReadFileOrThrow(path, flag));
   std::vector<std::pair<int64_t, nlohmann::json>> lines;
   std::string line;
@@ -19,7 +20,9 @@ std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(const std::string&
     try {
       lines.emplace_back(n, nlohmann::json::parse(line));
     } catch (const nlohmann::json::exception& e) {
-      throw UsageError(flag + " line " + std::to_string(n) + ": not JSON: " + e.what());
+      const std::string why = flag + " line " + std::to_string(n) + ": not JSON: " + e.what();
+      if (bad_lines == nullptr) throw UsageError(why);
+      bad_lines->emplace_back(n, why);
     }
   }
   return lines;
@@ -71,6 +74,7 @@ nlohmann::json ResponseToJson(const v1::AnswerResponse& r) {
   nlohmann::json j = {{"id", r.request_id()},
                       {"answer_type", AnswerTypeName(r.answer_type())},
                       {"no_answer_score", r.no_answer_score()},
+                      {"best_answer_score", r.best_answer_score()},
                       {"question_truncated", r.question_truncated()}};
   if (r.has_long_answer()) j["long_answer"] = SpanToJson(r.long_answer());
   j["short_answers"] = nlohmann::json::array();

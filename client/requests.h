@@ -13,10 +13,12 @@
 
 namespace longqa::cli {
 
-// The JSON objects of a JSONL file with their line numbers (blank lines skipped); a UsageError
-// naming the line on bad JSON.
-std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(const std::string& path,
-                                                              const std::string& flag);
+// The JSON values of a JSONL file with their line numbers (blank lines skipped). A line that is
+// not JSON is a UsageError naming it, or, when `bad_lines` is given, goes there as (line number,
+// message) and reading goes on.
+std::vector<std::pair<int64_t, nlohmann::json>> ReadJsonLines(
+    const std::string& path, const std::string& flag,
+    std::vector<std::pair<int64_t, std::string>>* bad_lines = nullptr);
 
 // A batch/eval input line: {"id", "question", "document": text} or {"paragraphs": [...]}.
 // Throws UsageError naming the line on a malformed one.

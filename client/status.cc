@@ -22,7 +22,7 @@ int RunHealth(int argc, char** argv) {
   }
   std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()) << "\n";
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
-                                                                               : kExitServer;
+                                                                             : kExitServer;
 }
 
 int RunInfo(int argc, char** argv) {

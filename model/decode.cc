@@ -54,10 +54,15 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   }
   for (float& p : answer.type_probabilities) p /= total;
 
-  std::array<float, 5> adjusted = logits.type_logits;
-  adjusted[0] += options.null_threshold;
-  const auto type = static_cast<AnswerType>(std::max_element(adjusted.begin(), adjusted.end()) -
-                                            adjusted.begin());
+  // The rule the API states (qa.proto): NO_ANSWER exactly when
+  // no_answer_score + null_threshold >= best_answer_score; otherwise the best of the others.
+  const auto best_other =
+      std::max_element(logits.type_logits.begin() + 1, logits.type_logits.end());
+  answer.best_answer_score = *best_other;
+  const AnswerType type =
+      answer.no_answer_score + options.null_threshold >= answer.best_answer_score
+          ? AnswerType::kNoAnswer
+          : static_cast<AnswerType>(best_other - logits.type_logits.begin());
 
   // Best non-empty paragraph.
   int64_t best_paragraph = -1;

@@ -32,6 +32,7 @@ struct QaAnswer {
   AnswerSpan long_answer;
   std::vector<AnswerSpan> short_answers;  // best first, all inside long_answer's paragraph
   float no_answer_score = 0.0f;           // the NO_ANSWER logit of the type head
+  float best_answer_score = 0.0f;         // the largest of the other four type logits
   std::array<float, 5> type_probabilities{};
   bool question_truncated = false;
   int64_t question_tokens = 0;

@@ -91,4 +91,15 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+bool HasLetterOrNumber(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    char32_t c;
+    const int length = unicode::DecodeUtf8(s, i, &c);
+    if (length == 0) return false;
+    if (unicode::IsLetter(c) || unicode::IsNumber(c)) return true;
+    i += static_cast<size_t>(length);
+  }
+  return false;
+}
+
 }  // namespace longqa

@@ -42,4 +42,8 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
 // True when `text` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool IsValidUtf8(std::string_view text);
 
+// True when valid UTF-8 `text` holds at least one letter or number (Unicode general category L*
+// or N*): a question of only whitespace, controls, punctuation or symbols asks nothing.
+bool HasLetterOrNumber(std::string_view text);
+
 }  // namespace longqa

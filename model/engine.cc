@@ -56,6 +56,10 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
   if (!IsValidUtf8(request.question)) {
     return absl::InvalidArgumentError("question is not valid UTF-8");
   }
+  if (!HasLetterOrNumber(request.question)) {
+    return absl::InvalidArgumentError(
+        "question has no letter or digit (only whitespace, control characters or symbols)");
+  }
   if (!IsValidUtf8(request.text)) return absl::InvalidArgumentError("document is not valid UTF-8");
   if (request.paragraphs.empty()) request.paragraphs = SplitParagraphs(request.text);
   if (request.paragraphs.empty()) {

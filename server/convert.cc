@@ -84,6 +84,7 @@ void FillResponse(const QaAnswer& answer, const PreparedRequest& prepared, bool 
   if (answer.has_long_answer) FillSpan(answer.long_answer, text, response->mutable_long_answer());
   for (const AnswerSpan& s : answer.short_answers) FillSpan(s, text, response->add_short_answers());
   response->set_no_answer_score(answer.no_answer_score);
+  response->set_best_answer_score(answer.best_answer_score);
   for (float p : answer.type_probabilities) response->add_answer_type_probabilities(p);
   response->set_question_truncated(answer.question_truncated);
   v1::Usage* usage = response->mutable_usage();

@@ -49,8 +49,10 @@ struct CliRun {
   std::string out;
 };
 
-CliRun Cli(const std::string& args) {
-  const std::string command = std::string(LONGQA_CLI_BIN) + " " + args + " 2>/dev/null";
+// Runs the CLI; `out` is its stdout, or stdout and stderr together when `with_stderr`.
+CliRun Cli(const std::string& args, bool with_stderr = false) {
+  const std::string command =
+      std::string(LONGQA_CLI_BIN) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   char buf[4096];
@@ -143,8 +145,57 @@ TEST_F(CliTest, BatchWritesOneLinePerInput) {
   EXPECT_EQ(lines[0]["id"], "p1");
   EXPECT_EQ(lines[1]["long_answer"]["paragraph_index"].get<int>() < 2, true);
   EXPECT_EQ(lines[2]["error"]["code"], 3);  // INVALID_ARGUMENT
-  const std::string bad = Write("bad.jsonl", "{\"id\": 1}\n");
-  EXPECT_EQ(Cli("batch " + Target() + " --input=" + bad + " --output=" + output).code, 2);
+}
+
+TEST_F(CliTest, BatchReportsMalformedLinesAndGoesOn) {
+  const std::string input =
+      Write("mixed.jsonl",
+            "{\"id\": \"a\", \"question\": \"bridge\", \"document\": \"The bridge.\"}\n"
+            "{not json\n"
+            "\n"
+            "{\"id\": \"c\", \"document\": \"no question\"}\n"
+            "{\"id\": \"d\", \"question\": \"gate\", \"document\": \"A gate.\"}\n");
+  const std::string output = (Dir() / "mixed-out.jsonl").string();
+  const CliRun run = Cli("batch " + Target() + " --input=" + input + " --output=" + output);
+  EXPECT_EQ(run.code, 4);  // some lines failed
+  std::ifstream in(output);
+  std::string line;
+  std::vector<nlohmann::json> lines;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);  // one per non-blank input line, in input order
+  EXPECT_EQ(lines[0]["id"], "a");
+  EXPECT_FALSE(lines[0].contains("error"));
+  EXPECT_EQ(lines[1]["line"], 2);
+  EXPECT_EQ(lines[1]["error"]["code"], 3);
+  EXPECT_NE(lines[1]["error"]["message"].get<std::string>().find("line 2: not JSON"),
+            std::string::npos);
+  EXPECT_EQ(lines[2]["line"], 4);
+  EXPECT_NE(lines[2]["error"]["message"].get<std::string>().find("needs \"question\""),
+            std::string::npos);
+  EXPECT_EQ(lines[3]["id"], "d");
+  EXPECT_FALSE(lines[3].contains("error"));
+}
+
+TEST_F(CliTest, FlagEdgesGetClearAnswers) {
+  for (const char* help : {"ask -h", "ask --help", "batch --help", "health -h"}) {
+    const CliRun run = Cli(help);
+    EXPECT_EQ(run.code, 0) << help;
+    EXPECT_NE(run.out.find("Usage: longqa COMMAND"), std::string::npos) << help;
+  }
+  const CliRun dir = Cli("ask " + Target() + " --question=q --file=" + Dir().string(), true);
+  EXPECT_EQ(dir.code, 2);
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
+  for (const char* bad : {"--n_best=-1", "--n_best=0", "--timeout_s=-5", "--timeout_s=0"}) {
+    const CliRun run = Cli("ask " + Target() + " --question=q " + bad + " < /dev/null", true);
+    EXPECT_EQ(run.code, 2) << bad;
+    EXPECT_NE(run.out.find("must be at least"), std::string::npos) << bad << ": " << run.out;
+  }
+  const std::string not_pem = Write("not-a-ca.pem", "hello\n");
+  const CliRun tls = Cli("health " + Target() + " --tls_ca=" + not_pem, true);
+  EXPECT_EQ(tls.code, 2);
+  EXPECT_NE(tls.out.find("holds no PEM CERTIFICATE block"), std::string::npos) << tls.out;
+  EXPECT_EQ(tls.out.find("grpc.max_receive_message_length"), std::string::npos)
+      << "channel arguments leaked: " << tls.out;
 }
 
 TEST_F(CliTest, EvalFiguresMatchHandCounts) {

@@ -137,6 +137,34 @@ TEST_F(ServerTest, AnswersEqualTheInProcessEngine) {
   }
 }
 
+TEST_F(ServerTest, NoAnswerDecisionCanBeRedoneFromTheResponse) {
+  // qa.proto's rule: NO_ANSWER exactly when no_answer_score + null_threshold >= best_answer_score.
+  auto stub = Stub(server_->address());
+  const std::string text = Document(3, 25);
+  v1::AnswerResponse first;
+  ASSERT_TRUE(Call(*stub, Request("kalo", text), &first).ok());
+  const float margin = first.best_answer_score() - first.no_answer_score();
+  EXPECT_EQ(first.answer_type() == v1::ANSWER_TYPE_NO_ANSWER, margin <= 0) << margin;
+  for (const float threshold : {margin - 0.5f, margin + 0.5f, -margin - 1.0f, 0.0f}) {
+    v1::AnswerRequest request = Request("kalo", text);
+    request.mutable_options()->set_null_threshold(threshold);
+    v1::AnswerResponse r;
+    ASSERT_TRUE(Call(*stub, request, &r).ok());
+    EXPECT_FLOAT_EQ(r.no_answer_score(), first.no_answer_score());
+    EXPECT_FLOAT_EQ(r.best_answer_score(), first.best_answer_score());
+    EXPECT_EQ(r.answer_type() == v1::ANSWER_TYPE_NO_ANSWER,
+              r.no_answer_score() + threshold >= r.best_answer_score())
+        << "threshold " << threshold;
+    if (r.answer_type() != v1::ANSWER_TYPE_NO_ANSWER) {  // the type of best_answer_score
+      const auto& p = r.answer_type_probabilities();
+      const auto best = std::max_element(p.begin() + 1, p.end()) - p.begin();
+      // (SHORT without any span inside the paragraph becomes LONG_ONLY.)
+      EXPECT_TRUE(best == r.answer_type() ||
+                  (best == v1::ANSWER_TYPE_SHORT && r.answer_type() == v1::ANSWER_TYPE_LONG_ONLY));
+    }
+  }
+}
+
 TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
   auto stub = Stub(server_->address());
   v1::AnswerResponse r;
@@ -151,6 +179,14 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
   EXPECT_NE(bad_utf8.error_message().find("UTF-8"), std::string::npos);
   EXPECT_EQ(Call(*stub, Request("q\xFF", "text"), &r).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  // Questions that ask nothing: tabs and newlines, U+3000, NUL bytes.
+  for (const std::string& question :
+       {std::string("\t\n\t"), std::string("\u3000\u3000"), std::string("\0\0", 2)}) {
+    const grpc::Status empty = Call(*stub, Request(question, "text"), &r);
+    EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(empty.error_message().find("no letter or digit"), std::string::npos)
+        << empty.error_message();
+  }
   EXPECT_EQ(Call(*stub, Request("q", std::string(200001, 'a')), &r).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(Call(*stub, Request("q", Document(200, 150)), &r).error_code(),  // > 20000 tokens
@@ -171,7 +207,7 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
   const grpc::Status fine = Call(*stub, Request("kalo", Document(2, 10)), &r);
   EXPECT_TRUE(fine.ok()) << fine.error_message();
   const std::string page = Scrape(server_->metrics_port());
-  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"INVALID_ARGUMENT\",method=\"Answer\"}"), 6);
+  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"INVALID_ARGUMENT\",method=\"Answer\"}"), 9);
   EXPECT_GE(Sample(page, "longqa_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Answer\"}"),
             2);
 }

@@ -29,5 +29,16 @@ TEST(DocumentTest, ValidatesUtf8) {
   EXPECT_FALSE(IsValidUtf8("\x80"));
 }
 
+TEST(DocumentTest, FindsALetterOrNumber) {
+  EXPECT_TRUE(HasLetterOrNumber("who?"));
+  EXPECT_TRUE(HasLetterOrNumber(" 1 "));
+  EXPECT_TRUE(HasLetterOrNumber("\t東"));
+  EXPECT_TRUE(HasLetterOrNumber("\u0663"));  // ARABIC-INDIC DIGIT THREE
+  EXPECT_FALSE(HasLetterOrNumber(""));
+  EXPECT_FALSE(HasLetterOrNumber("\t\n\r \u3000\u00A0"));
+  EXPECT_FALSE(HasLetterOrNumber(std::string("\0\x01\x7F", 3)));
+  EXPECT_FALSE(HasLetterOrNumber("?! -- \u200B\u2028 \U0001F600"));  // punctuation, format, emoji
+}
+
 }  // namespace
 }  // namespace longqa
