@@ -5,17 +5,17 @@
 #include <fstream>
 
 namespace longqa {
+namespace {
 
-const char* const kRpcMethods[3] = {"Answer", "AnswerStream", "GetModelInfo"};
-// The codes the service returns (docs/api.md); others are still counted when they happen.
-const char* const kStatusCodes[9] = {
+// The label values pre-initialised at 0. The codes are those the service returns (README,
+// "Configuration"); any other is still counted when it happens.
+const char* const kRpcMethods[] = {"Answer", "AnswerStream", "GetModelInfo"};
+const char* const kStatusCodes[] = {
     "OK",        "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED",
     "CANCELLED", "UNAVAILABLE",      "UNAUTHENTICATED",    "INTERNAL",
     "UNKNOWN"};
-const char* const kAnswerTypes[5] = {"no_answer", "yes", "no", "short", "long_only"};
-const char* const kDropReasons[2] = {"deadline", "cancelled"};
-
-namespace {
+const char* const kAnswerTypes[] = {"no_answer", "yes", "no", "short", "long_only"};
+const char* const kDropReasons[] = {"deadline", "cancelled"};
 
 using prometheus::Histogram;
 

@@ -66,10 +66,4 @@ class ServerMetrics {
   prometheus::Gauge* queue_limit_tokens_;
 };
 
-// The label values ServerMetrics pre-initialises.
-extern const char* const kRpcMethods[3];
-extern const char* const kStatusCodes[9];
-extern const char* const kAnswerTypes[5];
-extern const char* const kDropReasons[2];
-
 }  // namespace longqa
