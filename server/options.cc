@@ -5,8 +5,9 @@
 
 ABSL_FLAG(std::string, model_dir, "models/demo",
           "Model folder: config.json, model.safetensors, spm.model");
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address, host:port");
-ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC listen address, host:port (0.0.0.0:50051 for every interface)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics listen address, host:port; empty disables it");
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
