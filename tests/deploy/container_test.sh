@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container image, tested for real (CTest container_test): builds deploy/Dockerfile with podman
-# on a debootstrapped Debian base (no registry is reachable here: ../shared/ENVIRONMENT.md), runs
+# on a debootstrapped Debian base (no registry is reachable here: docs/environment.md), runs
 # it with a read-only root filesystem, answers the README's sample questions through the
 # container's port with the CLI, runs the image's HEALTHCHECK and the CLI inside the image, has
 # Debian's Prometheus scrape the container and evaluate every dashboard and rule expression
@@ -28,7 +28,7 @@ skip_or_fail() {
   exit 1
 }
 command -v podman >/dev/null || skip_or_fail "podman is not installed (deploy/install-deps.sh installs it)"
-# This sandbox refuses setrlimit: drop podman's default ulimits (ENVIRONMENT.md).
+# This sandbox refuses setrlimit: drop podman's default ulimits (docs/environment.md).
 conf="$(mktemp)"
 printf '[containers]\ndefault_ulimits = []\n' > "$conf"
 export CONTAINERS_CONF="$conf"
