@@ -53,10 +53,10 @@ int RunBatch(int argc, char** argv) {
   const Args args(argc, argv, 2, known, {"no_progress"});
   if (!args.Has("input") || !args.Has("output"))
     throw UsageError("batch needs --input and --output");
-  const std::vector<InputLine> input = ReadInput(args.Get("input"));
-  std::vector<v1::AnswerRequest> requests;
-  for (const InputLine& line : input) {
-    if (line.error.empty()) requests.push_back(line.request);
+  std::vector<InputLine> input = ReadInput(args.Get("input"));
+  std::vector<v1::AnswerRequest> requests;  // moved out: documents may be large
+  for (InputLine& line : input) {
+    if (line.error.empty()) requests.push_back(std::move(line.request));
   }
   const Connection connection(args);
   RunnerOptions options;

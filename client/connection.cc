@@ -34,8 +34,9 @@ Connection::Connection(const Args& args)
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (args.Has("tls_ca") || args.Has("tls_cert")) {
     grpc::SslCredentialsOptions ssl;
-    if (args.Has("tls_ca"))
+    if (args.Has("tls_ca")) {
       ssl.pem_root_certs = ReadPem(args.Get("tls_ca"), "--tls_ca", "CERTIFICATE");
+    }
     if (args.Has("tls_cert") != args.Has("tls_key")) {
       throw UsageError("--tls_cert and --tls_key go together");
     }

@@ -15,17 +15,18 @@ import argparse
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from longqa_process import query_prometheus as query  # noqa: E402
+from longqa_process import start_prometheus as start_prometheus_with  # noqa: E402
+
 PROMETHEUS_DIR = os.path.join(ROOT, "deploy", "prometheus")
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "dashboards", "longqa.json")
 THRESHOLD = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*[-+0-9.eE]+\s*$")
@@ -69,37 +70,15 @@ def metric_names(expressions):
     return names
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def query(port, expr):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    reply = json.load(urllib.request.urlopen(url, timeout=10))
-    assert reply["status"] == "success", reply
-    return reply["data"]["result"]
-
-
 def start_prometheus(metrics_target, workdir):
     """Debian's prometheus with deploy/prometheus/prometheus.yml, retargeted and sped up."""
-    assert shutil.which("prometheus"), "Debian's prometheus is missing: run deploy/install-deps.sh"
     config = yaml.safe_load(open(os.path.join(PROMETHEUS_DIR, "prometheus.yml")))
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["rule_files"] = [os.path.join(PROMETHEUS_DIR, f) for f in config["rule_files"]]
     (job,) = config["scrape_configs"]
     assert job["job_name"] == "longqa"
     job["static_configs"] = [{"targets": [metrics_target]}]
-    path = os.path.join(workdir, "prometheus.yml")
-    with open(path, "w") as f:
-        yaml.safe_dump(config, f)
-    port = free_port()
-    proc = subprocess.Popen(["prometheus", f"--config.file={path}",
-                             f"--storage.tsdb.path={os.path.join(workdir, 'data')}",
-                             f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc, port
+    return start_prometheus_with(config, workdir)
 
 
 def load(cli, grpc_target, seconds):

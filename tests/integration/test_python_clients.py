@@ -3,29 +3,18 @@ and a real Prometheus server scraping /metrics. Runs a real server process on 12
 
 Run by CTest as: .venv/bin/python -m pytest tests/integration/test_python_clients.py
 (env LONGQA_BUILD_DIR points at the CMake build folder)."""
-import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from longqa_process import start_server
+from longqa_process import BUILD, query_prometheus, start_prometheus, start_server
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("LONGQA_BUILD_DIR", os.path.join(ROOT, "build"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -87,28 +76,21 @@ def test_answer_health_and_reflection(server, stubs_module):
 
 def test_prometheus_scrapes_request_counts(server, stubs_module, tmp_path):
     qa_pb2, qa_pb2_grpc = stubs_module
-    assert shutil.which("prometheus"), "Debian's prometheus is missing: run deploy/install-deps.sh"
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n"
-        "scrape_configs:\n  - job_name: longqa\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{server['metrics_port']}']\n")
-    prom = subprocess.Popen(["prometheus", f"--config.file={config}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prom, port = start_prometheus(
+        {"global": {"scrape_interval": "1s"},
+         "scrape_configs": [{"job_name": "longqa", "static_configs": [
+             {"targets": [f"127.0.0.1:{server['metrics_port']}"]}]}]},
+        str(tmp_path))
     try:
         stub = qa_pb2_grpc.QuestionAnsweringStub(grpc.insecure_channel(server["grpc"]))
         sent = 7
         for i in range(sent):
             stub.Answer(qa_pb2.AnswerRequest(question=b"kalo", document=qa_pb2.Document(
                 text=f"paragraph {i} kalo mine".encode())), timeout=30)
-        query = f"http://127.0.0.1:{port}/api/v1/query?query=sum(longqa_requests_total)"
         value, deadline = 0.0, time.time() + 90
         while time.time() < deadline:
             try:
-                result = json.load(urllib.request.urlopen(query, timeout=5))["data"]["result"]
+                result = query_prometheus(port, "sum(longqa_requests_total)")
                 if result:
                     value = float(result[0]["value"][1])
                     if value >= sent:
