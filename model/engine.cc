@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <chrono>
+#include <iostream>
+#include <new>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +14,38 @@
 #include "model/format/model_folder.h"
 
 namespace longqa {
+namespace {
+
+// A failure's status for the caller: one line, no stack trace, no path. The full text goes to
+// stderr, at most once a second (a burst of failures must not flood the log).
+absl::Status ModelFailure(const std::exception& e, size_t batch_size) {
+  const bool out_of_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
+                             dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+  static std::atomic<int64_t> last_logged_second{-1};
+  static std::atomic<int64_t> suppressed{0};
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_logged_second.load();
+  if (now != last && last_logged_second.compare_exchange_strong(last, now)) {
+    std::cerr << "longqa: model failed on a batch of " << batch_size << " request(s) ("
+              << suppressed.exchange(0) << " earlier failures not logged): " << e.what() << "\n";
+  } else {
+    ++suppressed;
+  }
+  if (out_of_memory) {
+    return absl::ResourceExhaustedError(
+        "out of memory while the model ran on this batch; retry later or send a shorter document");
+  }
+  std::string first_line = e.what();
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    first_line = c10_error->what_without_backtrace();
+  }
+  first_line = first_line.substr(0, first_line.find('\n')).substr(0, 200);
+  return absl::InternalError(absl::StrCat("model failed: ", first_line));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& dir,
                                                             const EngineOptions& options) {
@@ -81,10 +116,11 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
   return prepared;
 }
 
-std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch) const {
+std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch,
+                                           const StopCheck& stop) const {
   std::vector<QaModelInput> inputs;
   for (const PreparedRequest* r : batch) inputs.push_back({&r->question_ids, &r->document});
-  const QaLogits logits = model_->Forward(inputs, device_);
+  const QaLogits logits = model_->Forward(inputs, device_, nullptr, stop);
   auto host = [](const at::Tensor& t) { return t.to(at::kCPU).to(at::kFloat).contiguous(); };
   const at::Tensor start = host(logits.start), end = host(logits.end);
   const at::Tensor long_score = host(logits.long_score), type = host(logits.type);
@@ -103,7 +139,8 @@ std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedReque
 }
 
 std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const PreparedRequest*>& batch,
-                                                  BatchTiming* timing) const {
+                                                  BatchTiming* timing,
+                                                  const StopCheck& stop) const {
   std::vector<absl::StatusOr<QaAnswer>> answers;
   if (batch.empty()) return answers;
   using Clock = std::chrono::steady_clock;
@@ -111,10 +148,13 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
   std::vector<RequestLogits> logits;
   try {
     at::InferenceMode guard;
-    logits = Forward(batch);
+    logits = Forward(batch, stop);
+  } catch (const BatchStopped&) {
+    answers.assign(batch.size(),
+                   absl::CancelledError("stopped while the model ran: the caller left"));
+    return answers;
   } catch (const std::exception& e) {
-    const absl::Status failed = absl::InternalError(absl::StrCat("model failed: ", e.what()));
-    answers.assign(batch.size(), failed);
+    answers.assign(batch.size(), ModelFailure(e, batch.size()));
     return answers;
   }
   const auto inferred = Clock::now();

@@ -60,10 +60,13 @@ class Engine {
     double decode_seconds = 0;     // answer search and byte spans, all requests
   };
 
-  // Answers prepared requests as one batch. A failure inside the model fails every request of the
-  // batch with INTERNAL; it never throws.
+  // Answers prepared requests as one batch; it never throws. A failure inside the model fails
+  // every request of the batch: RESOURCE_EXHAUSTED when memory ran out, INTERNAL otherwise, with a
+  // one-line message (the full detail goes to the log, at most once a second). `stop` is asked
+  // between layers: when it says yes (nobody waits for the batch), every request gets CANCELLED.
   std::vector<absl::StatusOr<QaAnswer>> Run(const std::vector<const PreparedRequest*>& batch,
-                                            BatchTiming* timing = nullptr) const;
+                                            BatchTiming* timing = nullptr,
+                                            const StopCheck& stop = nullptr) const;
 
   // Prepare + Run for one request.
   absl::StatusOr<QaAnswer> Answer(QaRequest request) const;
@@ -75,7 +78,8 @@ class Engine {
  private:
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
          const at::Device& device);
-  std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch) const;
+  std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch,
+                                     const StopCheck& stop) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;

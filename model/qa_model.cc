@@ -50,11 +50,11 @@ QaModel::QaModel(const ModelConfig& config, const TensorMap& weights)
 
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
     const std::vector<QaModelInput>& batch, const at::Device& device,
-    const ClusterFormerEncoder::ClusterLayerObserver& observer,
+    const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,
     std::vector<int64_t>* context_begin) const {
   const WindowPlan plan = PlanWindows(MakeWindowInputs(config_, batch), config_.window_tokens,
                                       config_.stride_tokens, config_.special.pad);
-  const at::Tensor hbar = cluster_former_->Forward(plan, device, observer);
+  const at::Tensor hbar = cluster_former_->Forward(plan, device, observer, stop);
   *context_begin = plan.context_begin;
   // Answer type from each request's window CLS rows: their mean (an overlap_merge over them) or
   // their element-wise max (config answer_type_pooling: the mean fades as windows multiply).
@@ -77,6 +77,7 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
 
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelInput>& batch,
                                                      const at::Device& device,
+                                                     const StopCheck& stop,
                                                      std::vector<int64_t>* context_begin) const {
   std::vector<EtcInput> inputs;
   for (const QaModelInput& r : batch) {
@@ -84,7 +85,7 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
                                   r.document->token_paragraph,
                                   static_cast<int64_t>(r.document->paragraph_bytes.size())));
   }
-  const EtcOutput out = etc_->Forward(inputs, device);
+  const EtcOutput out = etc_->Forward(inputs, device, stop);
   *context_begin = out.long_begin;
   // Answer type from the global CLS token (the first global token of each request).
   const std::vector<int64_t> cls_rows(out.global_begin.begin(), out.global_begin.end() - 1);
@@ -92,11 +93,12 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
 }
 
 QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Device& device,
-                          const ClusterFormerEncoder::ClusterLayerObserver& observer) const {
+                          const ClusterFormerEncoder::ClusterLayerObserver& observer,
+                          const StopCheck& stop) const {
   QaLogits out;
   const auto [context, type_input] =
-      etc_ ? EncodeEtc(batch, device, &out.context_begin)
-           : EncodeClusterFormer(batch, device, observer, &out.context_begin);
+      etc_ ? EncodeEtc(batch, device, stop, &out.context_begin)
+           : EncodeClusterFormer(batch, device, observer, stop, &out.context_begin);
   // Heads: span and long-answer scores on every document token, answer type per request.
   const at::Tensor span = at::linear(context, qa_w_, qa_b_);
   out.start = span.select(1, 0);

@@ -38,8 +38,10 @@ class QaModel {
   QaModel(const ModelConfig& config, const TensorMap& weights);
 
   // `observer` (Cluster-Former only) sees H̄ before every cluster layer (the trainer's memory bank).
+  // `stop` is asked between layers; when it says yes, Forward throws BatchStopped.
   QaLogits Forward(const std::vector<QaModelInput>& batch, const at::Device& device,
-                   const ClusterFormerEncoder::ClusterLayerObserver& observer = nullptr) const;
+                   const ClusterFormerEncoder::ClusterLayerObserver& observer = nullptr,
+                   const StopCheck& stop = nullptr) const;
 
   const ModelConfig& config() const { return config_; }
 
@@ -48,10 +50,10 @@ class QaModel {
   // state [n, d].
   std::pair<at::Tensor, at::Tensor> EncodeClusterFormer(
       const std::vector<QaModelInput>& batch, const at::Device& device,
-      const ClusterFormerEncoder::ClusterLayerObserver& observer,
+      const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,
       std::vector<int64_t>* context_begin) const;
   std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<QaModelInput>& batch,
-                                              const at::Device& device,
+                                              const at::Device& device, const StopCheck& stop,
                                               std::vector<int64_t>* context_begin) const;
 
   ModelConfig config_;

@@ -1,5 +1,7 @@
 #include "server/batcher.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace longqa {
@@ -28,62 +30,165 @@ absl::Status Batcher::Submit(std::unique_ptr<WorkItem> item) {
                                                      " tokens queued, limit ",
                                                      options_.max_queue_tokens, "; retry later"));
   }
+  CallerQueue& queue = callers_[item->caller];
+  if (queue.tokens + item->tokens > options_.max_caller_queue_tokens) {
+    const int64_t mine = queue.tokens;
+    if (queue.items.empty()) callers_.erase(item->caller);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this caller has ", mine, " tokens queued; one caller may queue at most ",
+                     options_.max_caller_queue_tokens, "; wait for answers before sending more"));
+  }
+  if (queue.items.empty()) turns_.push_back(item->caller);
   item->enqueued = clock_->Now();
+  queue.tokens += item->tokens;
   queued_tokens_ += item->tokens;
-  queue_.push_back(std::move(item));
-  metrics_->SetQueue(static_cast<int64_t>(queue_.size()), queued_tokens_);
+  ++queued_items_;
+  queue.items.push_back(std::move(item));
+  metrics_->SetQueue(queued_items_, queued_tokens_);
   work_cv_.notify_one();
   return absl::OkStatus();
 }
 
-bool Batcher::Drain(std::chrono::milliseconds timeout) {
+DrainResult Batcher::Drain(std::chrono::milliseconds timeout, std::chrono::milliseconds grace) {
+  DrainResult result;
   std::unique_lock<std::mutex> lock(mu_);
   accepting_ = false;
   work_cv_.notify_all();  // a batch waiting for more requests closes now
   const Clock::Time until = clock_->Now() + timeout;
-  while (!queue_.empty() || running_ > 0) {
-    if (clock_->Now() >= until) return false;
+  while (queued_items_ > 0 || running_ > 0) {
+    if (clock_->Now() >= until) break;
     clock_->WaitUntil(lock, idle_cv_, until);
   }
-  return true;
+  if (queued_items_ == 0 && running_ == 0) return result;
+
+  // The deadline passed: what is queued is answered now, what runs stops at its next layer.
+  result.finished = false;
+  abandon_ = true;
+  std::vector<std::unique_ptr<WorkItem>> left;
+  for (auto& [caller, queue] : callers_) {
+    for (auto& item : queue.items) left.push_back(std::move(item));
+  }
+  callers_.clear();
+  turns_.clear();
+  queued_items_ = queued_tokens_ = 0;
+  metrics_->SetQueue(0, 0);
+  result.abandoned = static_cast<int64_t>(left.size()) + running_;
+  lock.unlock();
+  for (auto& item : left) {
+    item->done(absl::UnavailableError("server shut down before this request ran; retry"), {});
+  }
+  lock.lock();
+  const Clock::Time grace_until = clock_->Now() + grace;
+  while (running_ > 0 && clock_->Now() < grace_until) {
+    clock_->WaitUntil(lock, idle_cv_, grace_until);
+  }
+  return result;
+}
+
+bool Batcher::IsDead(const WorkItem& item, Clock::WallTime now) const {
+  return item.deadline <= now || (item.is_cancelled && item.is_cancelled());
+}
+
+std::unique_ptr<WorkItem> Batcher::PopLocked(CallerQueue& queue) {
+  std::unique_ptr<WorkItem> item = std::move(queue.items.front());
+  queue.items.pop_front();
+  queue.tokens -= item->tokens;
+  queued_tokens_ -= item->tokens;
+  --queued_items_;
+  return item;
+}
+
+void Batcher::SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkItem>>* dead) {
+  for (auto& [caller, queue] : callers_) {
+    std::deque<std::unique_ptr<WorkItem>> live;
+    for (auto& item : queue.items) {
+      if (IsDead(*item, now)) {
+        queue.tokens -= item->tokens;
+        queued_tokens_ -= item->tokens;
+        --queued_items_;
+        dead->push_back(std::move(item));
+      } else {
+        live.push_back(std::move(item));
+      }
+    }
+    queue.items = std::move(live);
+  }
+  // Callers left without items leave the round-robin (and lose their deficit, as DRR does).
+  std::deque<std::string> turns;
+  for (const std::string& caller : turns_) {
+    if (callers_.at(caller).items.empty()) {
+      callers_.erase(caller);
+    } else {
+      turns.push_back(caller);
+    }
+  }
+  turns_ = std::move(turns);
+}
+
+std::vector<std::unique_ptr<WorkItem>> Batcher::TakeBatchLocked(int64_t* batch_tokens) {
+  std::vector<std::unique_ptr<WorkItem>> batch;
+  *batch_tokens = 0;
+  while (!turns_.empty()) {
+    const std::string caller = turns_.front();
+    turns_.pop_front();
+    CallerQueue& queue = callers_.at(caller);
+    queue.deficit += options_.quantum_tokens;
+    bool full = false;
+    while (!queue.items.empty() && queue.items.front()->tokens <= queue.deficit) {
+      const int64_t tokens = queue.items.front()->tokens;
+      if (!batch.empty() && *batch_tokens + tokens > options_.max_batch_tokens) {
+        full = true;
+        break;
+      }
+      queue.deficit -= tokens;
+      *batch_tokens += tokens;
+      batch.push_back(PopLocked(queue));
+    }
+    if (queue.items.empty()) {
+      callers_.erase(caller);
+    } else if (full) {
+      turns_.push_front(caller);  // its turn goes on in the next batch
+      break;
+    } else {
+      turns_.push_back(caller);
+    }
+    if (*batch_tokens >= options_.max_batch_tokens) break;
+  }
+  return batch;
+}
+
+Clock::Time Batcher::OldestLocked() const {
+  Clock::Time oldest = Clock::Time::max();
+  for (const auto& [caller, queue] : callers_) {
+    if (!queue.items.empty()) oldest = std::min(oldest, queue.items.front()->enqueued);
+  }
+  return oldest;
 }
 
 void Batcher::WorkerLoop() {
   const auto delay = std::chrono::milliseconds(options_.max_batch_delay_ms);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping with nothing left
+    work_cv_.wait(lock, [this] { return stopping_ || queued_items_ > 0; });
+    if (queued_items_ == 0) return;  // stopping with nothing left
     // An idle engine starts at once. While another batch runs, let this one fill until its token
     // budget or its oldest request's delay runs out, whichever comes first.
-    const Clock::Time close_at = queue_.front()->enqueued + delay;
-    while (!queue_.empty() && accepting_ && running_ > 0 &&
+    const Clock::Time close_at = OldestLocked() + delay;
+    while (queued_items_ > 0 && accepting_ && running_ > 0 &&
            queued_tokens_ < options_.max_batch_tokens && clock_->Now() < close_at) {
       clock_->WaitUntil(lock, work_cv_, close_at);
     }
-    if (queue_.empty()) continue;  // another worker took it
+    if (queued_items_ == 0) continue;  // another worker took it
 
-    std::vector<std::unique_ptr<WorkItem>> batch, dropped;
-    int64_t batch_tokens = 0;
     const Clock::WallTime now_wall = clock_->WallNow();
-    while (!queue_.empty() &&
-           (batch.empty() || batch_tokens + queue_.front()->tokens <= options_.max_batch_tokens)) {
-      std::unique_ptr<WorkItem> item = std::move(queue_.front());
-      queue_.pop_front();
-      queued_tokens_ -= item->tokens;
-      const bool expired = item->deadline <= now_wall;
-      const bool cancelled = item->is_cancelled && item->is_cancelled();
-      if (expired || cancelled) {
-        dropped.push_back(std::move(item));
-      } else {
-        batch_tokens += item->tokens;
-        batch.push_back(std::move(item));
-      }
-    }
+    std::vector<std::unique_ptr<WorkItem>> dropped;
+    SweepLocked(now_wall, &dropped);
+    int64_t batch_tokens = 0;
+    std::vector<std::unique_ptr<WorkItem>> batch = TakeBatchLocked(&batch_tokens);
     const int64_t taken = static_cast<int64_t>(batch.size() + dropped.size());
     running_ += taken;
-    metrics_->SetQueue(static_cast<int64_t>(queue_.size()), queued_tokens_);
-    if (!queue_.empty()) work_cv_.notify_one();  // leftovers for another worker
+    metrics_->SetQueue(queued_items_, queued_tokens_);
+    if (queued_items_ > 0) work_cv_.notify_one();  // leftovers for another worker
     lock.unlock();
 
     const Clock::Time started = clock_->Now();
@@ -100,14 +205,34 @@ void Batcher::WorkerLoop() {
       std::vector<const PreparedRequest*> requests;
       for (const auto& item : batch) requests.push_back(&item->prepared);
       metrics_->RecordBatch(static_cast<int64_t>(batch.size()), batch_tokens);
+      // The batch stops at its next layer once none of its callers waits any more.
+      const StopCheck stop = [this, &batch] {
+        if (abandon_) return true;
+        const Clock::WallTime now = clock_->WallNow();
+        return std::all_of(batch.begin(), batch.end(), [&](const std::unique_ptr<WorkItem>& item) {
+          return IsDead(*item, now);
+        });
+      };
       Engine::BatchTiming batch_timing;
-      auto answers = run_(requests, &batch_timing);
+      auto answers = run_(requests, &batch_timing, stop);
+      const Clock::WallTime finished_wall = clock_->WallNow();
       for (size_t i = 0; i < batch.size(); ++i) {
         WorkTiming timing;
         timing.queue_seconds = std::chrono::duration<double>(started - batch[i]->enqueued).count();
         timing.inference_seconds = batch_timing.inference_seconds;
         timing.decode_seconds = batch_timing.decode_seconds;
         timing.batch_requests = static_cast<int64_t>(batch.size());
+        if (answers[i].status().code() == absl::StatusCode::kCancelled) {
+          // A stopped run: say why this caller's request ended.
+          if (abandon_) {
+            answers[i] = absl::UnavailableError("server shut down while this request ran; retry");
+          } else if (batch[i]->deadline <= finished_wall) {
+            metrics_->RecordDropped("deadline");
+            answers[i] = absl::DeadlineExceededError("deadline passed while the model ran");
+          } else {
+            metrics_->RecordDropped("cancelled");
+          }
+        }
         batch[i]->done(std::move(answers[i]), timing);
       }
     }
@@ -117,7 +242,8 @@ void Batcher::WorkerLoop() {
     lock.lock();
     running_ -= taken;
     if (running_ == 0) work_cv_.notify_all();  // the engine is idle: a filling batch starts now
-    if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
+    if (queued_items_ == 0 && running_ == 0) idle_cv_.notify_all();
+    if (abandon_ && running_ == 0) idle_cv_.notify_all();
   }
 }
 

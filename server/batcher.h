@@ -1,19 +1,29 @@
-// The token-budget dynamic batcher: a queue bounded by total queued tokens. On an idle engine a
-// request starts at once; while a batch runs, the next one fills until its requests hold
-// max_batch_tokens or max_batch_delay_ms after its oldest request arrived, whichever comes first
-// (requests that arrive during a run are batched anyway, by waiting for it). Requests whose
-// deadline passed or whose client cancelled are dropped before compute (and counted). Workers run
-// batches on the engine; every accepted request gets exactly one `done` call. The batcher sees the
-// engine only as a run-batch function and time only through a Clock, so tests drive it with a fake
-// of each (tests/unit/batcher_test.cc).
+// The scheduler between the gRPC handlers and the engine (docs/architecture.md, "Scheduling").
+// - A queue per caller, served by deficit round-robin in tokens (network fair queuing): forming a
+//   batch, each caller in turn may add up to a quantum of tokens more than it has used, so one
+//   caller's backlog delays another caller's small question by about one batch at most. The whole
+//   queue is bounded by tokens, and so is each caller's share of it.
+// - On an idle engine a batch starts at once; while a batch runs, the next one fills until
+//   max_batch_tokens or max_batch_delay_ms after its oldest request, whichever comes first.
+// - Requests whose deadline passed or whose caller cancelled leave the queue whenever a batch is
+//   formed (every queue is swept), and a running batch stops at its next layer once none of its
+//   callers waits any more (StopCheck).
+// - Drain: stop accepting, answer what was accepted; at the deadline what is left is answered
+//   UNAVAILABLE (the running batch stops at its next layer) and counted.
+// Every accepted request gets exactly one `done` call. The batcher sees the engine only as a
+// run-batch function and time only through a Clock, so tests drive it with a fake of each
+// (tests/unit/batcher_test.cc).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,7 +39,15 @@ struct BatcherOptions {
   int64_t max_batch_tokens = 16384;
   int64_t max_batch_delay_ms = 5;
   int64_t max_queue_tokens = 1 << 20;
+  int64_t max_caller_queue_tokens = 1 << 18;  // one caller's share of the queue
+  int64_t quantum_tokens = 4096;              // deficit round-robin: tokens a caller gains a turn
   int workers = 1;
+};
+
+// What Drain did.
+struct DrainResult {
+  bool finished = true;   // every accepted request was answered before the deadline
+  int64_t abandoned = 0;  // accepted requests answered UNAVAILABLE at the deadline
 };
 
 // Where one request's time went inside the batcher, in seconds.
@@ -42,6 +60,7 @@ struct WorkTiming {
 
 struct WorkItem {
   PreparedRequest prepared;
+  std::string caller;  // fair-queuing identity (the peer's address); "" is a caller too
   int64_t tokens = 0;  // the batching cost: question + document tokens
   Clock::Time enqueued;
   Clock::WallTime deadline = Clock::WallTime::max();
@@ -49,9 +68,11 @@ struct WorkItem {
   std::function<void(absl::StatusOr<QaAnswer>, const WorkTiming&)> done;
 };
 
-// Answers a batch: one result per request, in order; never throws (Engine::Run).
+// Answers a batch: one result per request, in order; never throws (Engine::Run). `stop` says when
+// nobody waits for the batch any more: the run may then end early with CANCELLED answers.
 using RunBatchFn = std::function<std::vector<absl::StatusOr<QaAnswer>>(
-    const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing)>;
+    const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing,
+    const StopCheck& stop)>;
 
 class Batcher {
  public:
@@ -63,15 +84,31 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  // Queues the item, or refuses it at once: RESOURCE_EXHAUSTED when the queue's token budget is
-  // full, UNAVAILABLE while draining. On refusal `done` is not called.
+  // Queues the item, or refuses it at once: RESOURCE_EXHAUSTED when the queue's token budget or
+  // the caller's share of it is full, UNAVAILABLE while draining. On refusal `done` is not called.
   absl::Status Submit(std::unique_ptr<WorkItem> item);
 
-  // Stops accepting and waits until every accepted item was answered; false on timeout.
-  bool Drain(std::chrono::milliseconds timeout);
+  // Stops accepting and waits until every accepted item was answered. At the timeout, queued
+  // items are answered UNAVAILABLE at once and running batches stop at their next layer (their
+  // items answered UNAVAILABLE too); it then waits for those answers (up to `grace` more).
+  DrainResult Drain(std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
 
  private:
+  struct CallerQueue {
+    std::deque<std::unique_ptr<WorkItem>> items;
+    int64_t tokens = 0;
+    int64_t deficit = 0;
+  };
+
   void WorkerLoop();
+  // With mu_ held: moves every expired or cancelled item out of the queues into `dead`.
+  void SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkItem>>* dead);
+  // With mu_ held: takes the next batch by deficit round-robin over the callers.
+  std::vector<std::unique_ptr<WorkItem>> TakeBatchLocked(int64_t* batch_tokens);
+  std::unique_ptr<WorkItem> PopLocked(CallerQueue& queue);
+  Clock::Time OldestLocked() const;
+  bool IsDead(const WorkItem& item, Clock::WallTime now) const;
 
   const RunBatchFn run_;
   const BatcherOptions options_;
@@ -80,11 +117,14 @@ class Batcher {
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
-  std::deque<std::unique_ptr<WorkItem>> queue_;
+  std::map<std::string, CallerQueue> callers_;  // callers with queued items only
+  std::deque<std::string> turns_;               // round-robin order of callers_ (front: next)
+  int64_t queued_items_ = 0;
   int64_t queued_tokens_ = 0;
   int64_t running_ = 0;  // taken from the queue, not yet answered
   bool accepting_ = true;
   bool stopping_ = false;
+  std::atomic<bool> abandon_{false};  // drain deadline passed: running batches stop
   std::vector<std::thread> workers_;
 };
 

@@ -53,10 +53,14 @@ int main(int argc, char** argv) {
     std::cerr << "longqa-server: signal " << signal_number << ", draining (up to "
               << options->drain_timeout_s << " s)" << std::endl;
   }
-  const bool drained = (*server)->Drain();
-  if (!drained || info) {
-    std::cerr << "longqa-server: " << (drained ? "drained, exiting" : "drain timed out, exiting")
+  const longqa::DrainResult drained = (*server)->Drain();
+  if (!drained.finished) {
+    // Exit code 3: a supervisor (or a test) sees that accepted calls went unanswered by a model.
+    std::cerr << "longqa-server: drain timed out after " << options->drain_timeout_s << " s; "
+              << drained.abandoned << " accepted request(s) answered UNAVAILABLE, exiting"
               << std::endl;
+    return 3;
   }
+  if (info) std::cerr << "longqa-server: drained, exiting" << std::endl;
   return 0;
 }

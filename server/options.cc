@@ -17,6 +17,10 @@ ABSL_FLAG(int64_t, max_batch_delay_ms, 5,
           "...or this many milliseconds after its oldest request arrived, whichever first");
 ABSL_FLAG(int64_t, max_queue_tokens, 1 << 20,
           "Tokens allowed to wait in the queue; more gets RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(int64_t, max_caller_queue_tokens, 1 << 18,
+          "Tokens one caller (client address) may have waiting; more gets RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, fair_quantum_tokens, 4096,
+          "Fair queuing: tokens each waiting caller may add to a forming batch per turn");
 ABSL_FLAG(int, workers, 1, "Inference worker threads taking batches from the queue");
 ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes");
 ABSL_FLAG(int64_t, max_document_tokens, 131072, "Largest document accepted, in tokens");
@@ -31,7 +35,8 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File holding a bearer token; requests must send 'authorization: Bearer <token>' "
           "(health and metrics stay open)");
 ABSL_FLAG(int64_t, drain_timeout_s, 30,
-          "On SIGTERM/SIGINT: seconds to finish queued and in-flight work before exiting");
+          "On SIGTERM/SIGINT: seconds to finish queued and in-flight work; what is left then is "
+          "answered UNAVAILABLE and the exit code is 3");
 ABSL_FLAG(std::string, log_level, "info",
           "error, warning or info: at info the server reports start-up and drain on stderr");
 
@@ -63,6 +68,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
     return bad("tls_client_ca", "needs --tls_cert and --tls_key (mTLS is TLS plus client certs)");
   }
+  if (o.max_caller_queue_tokens <= 0) return bad("max_caller_queue_tokens", "must be positive");
+  if (o.fair_quantum_tokens <= 0) return bad("fair_quantum_tokens", "must be positive");
   if (o.drain_timeout_s < 0) return bad("drain_timeout_s", "must not be negative");
   if (o.log_level != "error" && o.log_level != "warning" && o.log_level != "info") {
     return bad("log_level", "must be error, warning or info");
@@ -80,6 +87,8 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);
   o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
+  o.max_caller_queue_tokens = absl::GetFlag(FLAGS_max_caller_queue_tokens);
+  o.fair_quantum_tokens = absl::GetFlag(FLAGS_fair_quantum_tokens);
   o.workers = absl::GetFlag(FLAGS_workers);
   o.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
   o.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);

@@ -19,7 +19,9 @@ struct ServerOptions {
   int64_t max_batch_tokens = 16384;
   int64_t max_batch_delay_ms = 5;
   int64_t max_queue_tokens = 1 << 20;  // queued tokens beyond this: RESOURCE_EXHAUSTED at once
-  int workers = 1;                     // inference threads taking batches
+  int64_t max_caller_queue_tokens = 1 << 18;  // one caller's (peer address's) share of the queue
+  int64_t fair_quantum_tokens = 4096;         // deficit round-robin quantum (batcher.h)
+  int workers = 1;                            // inference threads taking batches
   // Limits.
   int64_t max_document_bytes = 8 << 20;
   int64_t max_document_tokens = 131072;

@@ -85,12 +85,13 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   batcher_options.max_batch_tokens = options.max_batch_tokens;
   batcher_options.max_batch_delay_ms = options.max_batch_delay_ms;
   batcher_options.max_queue_tokens = options.max_queue_tokens;
+  batcher_options.max_caller_queue_tokens = options.max_caller_queue_tokens;
+  batcher_options.quantum_tokens = options.fair_quantum_tokens;
   batcher_options.workers = options.workers;
   const Engine* engine = s->engine_.get();
   s->batcher_ = std::make_unique<Batcher>(
-      [engine](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing) {
-        return engine->Run(batch, timing);
-      },
+      [engine](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing,
+               const StopCheck& stop) { return engine->Run(batch, timing, stop); },
       batcher_options, s->metrics_.get());
   s->service_ = std::make_unique<QaService>(*s->engine_, s->batcher_.get(), s->metrics_.get(),
                                             options, token);
@@ -114,16 +115,17 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   return s;
 }
 
-bool LongqaServer::Drain() {
-  if (drained_) return true;
+DrainResult LongqaServer::Drain() {
+  if (drained_) return {};
   drained_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   metrics_->SetReady(false);
-  const bool finished = batcher_->Drain(std::chrono::seconds(options_.drain_timeout_s));
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  const DrainResult result = batcher_->Drain(std::chrono::seconds(options_.drain_timeout_s));
+  // Every accepted call has its answer now; a short deadline lets gRPC flush them.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server_->Wait();
   if (metrics_endpoint_) metrics_endpoint_->Stop();
-  return finished;
+  return result;
 }
 
 LongqaServer::~LongqaServer() {

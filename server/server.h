@@ -27,9 +27,9 @@ class LongqaServer {
   int metrics_port() const { return metrics_endpoint_ ? metrics_endpoint_->port() : 0; }
 
   // Health NOT_SERVING, new requests UNAVAILABLE, queued and in-flight requests finish (up to the
-  // drain timeout), then the gRPC server and the metrics endpoint stop. Returns false when the
-  // timeout cut work short.
-  bool Drain();
+  // drain timeout; what is left then is answered UNAVAILABLE and counted), then the gRPC server
+  // and the metrics endpoint stop.
+  DrainResult Drain();
 
  private:
   LongqaServer() = default;

@@ -25,6 +25,18 @@ std::string StatusCodeName(grpc::StatusCode code) {
   return name.empty() ? "CODE_" + std::to_string(static_cast<int>(code)) : name;
 }
 
+std::string CallerOf(const std::string& peer) {
+  // "ipv4:10.0.0.7:53122" and "ipv6:[::1]:53122" lose the port: every connection a client opens
+  // is the same caller. Anything else ("unix:/path") is kept whole.
+  if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return peer;
+  const size_t colon = peer.rfind(':');
+  if (colon <= 4 || colon + 1 == peer.size()) return peer;
+  for (size_t i = colon + 1; i < peer.size(); ++i) {
+    if (peer[i] < '0' || peer[i] > '9') return peer;
+  }
+  return peer.substr(0, colon);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
@@ -88,6 +100,7 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
   item->prepared = std::move(*prepared);
   item->deadline = context->deadline();
   item->is_cancelled = [context] { return context->IsCancelled(); };
+  item->caller = CallerOf(context->peer());
   const std::string request_id = request.request_id();
   const bool include_timing = request.options().include_timing();
   item->done = [this, start, tokenize_seconds, request_id, include_timing, method, done,

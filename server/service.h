@@ -56,5 +56,7 @@ class QaService final : public v1::QuestionAnswering::CallbackService {
 // "OK", "INVALID_ARGUMENT", ...: the metrics label of a status code.
 std::string StatusCodeName(grpc::StatusCode code);
 grpc::Status ToGrpcStatus(const absl::Status& status);
+// The fair-queuing identity of a gRPC peer: its address without the port.
+std::string CallerOf(const std::string& peer);
 
 }  // namespace longqa

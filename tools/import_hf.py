@@ -14,7 +14,10 @@ in config.json's `untrained_heads`, which the server warns about.
 Cluster-Former layers (`--layers` with C) load the encoder's weights unchanged: every window gets
 the same position ids. Their centroids start at zero; the command that computes them from a
 corpus (`longqa-centroids`) is printed. `--architecture etc` lifts the weights into ETC: the same
-projections for all four attention pieces, relative-label embeddings new (normal(0, 0.02)).
+projections for all four attention pieces, relative-label embeddings new (normal(0, 0.02)); the
+absolute position embeddings stay, numbered within each paragraph (`etc.positions: "paragraph"`),
+unless `--etc_positions none` (ETC's relative labels only: the encoder then loses the positions
+it was pretrained with, and measured on MiniLM it barely learned in 340 steps).
 
 Python here is a tool, never the server. Needs torch, safetensors (and transformers only for
 `.bin` checkpoints).
@@ -126,7 +129,8 @@ def convert(args):
     stride = args.stride_tokens or max(1, window * 7 // 8)
     num_clusters = []
     if architecture == "etc":
-        del weights["embeddings.position_embeddings.weight"]
+        if args.etc_positions == "none":
+            del weights["embeddings.position_embeddings.weight"]
         labels = 2 * args.etc_relative_clip + 3
         for i in range(num_layers):
             weights[f"encoder.layer.{i}.attention.self.relative_key"] = new((labels, d))
@@ -157,7 +161,10 @@ def convert(args):
         },
     }
     if architecture == "etc":
-        config["etc"] = {"radius": args.etc_radius, "relative_clip": args.etc_relative_clip}
+        config["etc"] = {"radius": args.etc_radius, "relative_clip": args.etc_relative_clip,
+                         "positions": args.etc_positions}
+        if args.etc_positions == "paragraph":
+            config["max_position_embeddings"] = max_positions
     else:
         config["max_position_embeddings"] = max_positions
         config["window_tokens"] = window
@@ -193,6 +200,8 @@ def main():
                    help="vocabulary piece that starts every paragraph (the long-answer token)")
     p.add_argument("--etc_radius", type=int, default=84)
     p.add_argument("--etc_relative_clip", type=int, default=12)
+    p.add_argument("--etc_positions", choices=["paragraph", "none"], default="paragraph",
+                   help="absolute positions an ETC lift keeps (see above)")
     p.add_argument("--seed", type=int, default=1, help="seed of the new heads' initialisation")
     convert(p.parse_args())
 

@@ -24,7 +24,8 @@ ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const Tens
 }
 
 at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Device& device,
-                                         const ClusterLayerObserver& observer) const {
+                                         const ClusterLayerObserver& observer,
+                                         const StopCheck& stop) const {
   const int64_t kt = plan.num_windows;
   const int64_t t_len = plan.window_len;
   const int64_t d = config_.hidden_size;
@@ -64,6 +65,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
 
   at::Tensor hbar;  // [R, d]: undefined until the first layer has merged the windows
   for (int64_t i = 0; i < config_.num_layers(); ++i) {
+    StopIfAsked(stop);
     if (config_.layers[i] == 'S') {
       if (hbar.defined()) windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
       windows = layers_[i].Forward(windows, window_valid);

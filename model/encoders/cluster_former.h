@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "model/encoders/stop_check.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/encoders/window_plan.h"
 #include "model/format/config.h"
@@ -26,9 +27,11 @@ class ClusterFormerEncoder {
   // there (the centroid builder needs only the states up to the layer it works on).
   using ClusterLayerObserver = std::function<bool(int64_t layer, const at::Tensor& hbar)>;
 
-  // Runs every layer; returns H̄ [plan.num_rows, d] on `device`.
+  // Runs every layer; returns H̄ [plan.num_rows, d] on `device`. `stop` is asked before every
+  // layer (stop_check.h).
   at::Tensor Forward(const WindowPlan& plan, const at::Device& device,
-                     const ClusterLayerObserver& observer = nullptr) const;
+                     const ClusterLayerObserver& observer = nullptr,
+                     const StopCheck& stop = nullptr) const;
 
  private:
   ModelConfig config_;

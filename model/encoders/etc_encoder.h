@@ -1,10 +1,12 @@
 // The ETC encoder (ETC §3 and appendix A; docs/references.md). Global input: CLS, one token per
-// question token, one segment token per paragraph. Long input: the document's tokens. Attention in
-// two softmaxes: global queries over g2g + g2l keys, long queries over l2g + l2l keys; l2l limited
-// to radius r and computed in blocks of r+1 (each block attends to itself and its two neighbours,
-// extra pairs masked). Relative labels replace absolute positions: clipped relative positions (k)
-// within each input, and "part of"/"not part of" between segment tokens and long tokens. Optional
-// hard g2l mask (a segment token sees only its own paragraph) and separate global projections.
+// question token, one segment token per paragraph (consecutive paragraphs merged into at most
+// etc.max_segments segments). Long input: the document's tokens. Attention in two softmaxes:
+// global queries over g2g + g2l keys, long queries over l2g + l2l keys; l2l limited to radius r and
+// computed in blocks of r+1 (each block attends to itself and its two neighbours, extra pairs
+// masked). Relative labels replace absolute positions: clipped relative positions (k) within each
+// input, and "part of"/"not part of" between segment tokens and long tokens; a BERT lift may keep
+// paragraph positions too (etc.positions). Optional hard g2l mask (a segment token sees only its
+// own segment) and separate global projections.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "model/encoders/etc_plan.h"
+#include "model/encoders/stop_check.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
@@ -25,12 +28,22 @@ struct EtcOutput {
   std::vector<int64_t> global_begin, long_begin;  // [n+1] offsets per request
 };
 
+// Attention queries run in chunks whose score blocks hold at most this many elements (64 MB in
+// fp32), so that attention's transient memory does not grow with the document: a 100k-token
+// document with 256 segments costs the same per chunk as a 4k-token one.
+inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
+
 class EtcEncoder {
  public:
-  EtcEncoder(const ModelConfig& config, const TensorMap& weights);
+  // `score_budget` (elements) bounds a chunk's score block; tests pass a small one to exercise
+  // the chunking on small inputs.
+  EtcEncoder(const ModelConfig& config, const TensorMap& weights,
+             int64_t score_budget = kEtcScoreBudget);
 
-  // Dense parts run over the rows of all requests at once; attention runs per request.
-  EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device) const;
+  // Dense parts run over the rows of all requests at once; attention runs per request. `stop` is
+  // asked before every layer and every chunk of long queries (stop_check.h).
+  EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
+                    const StopCheck& stop = nullptr) const;
 
  private:
   struct Layer {
@@ -44,9 +57,11 @@ class EtcEncoder {
   std::pair<at::Tensor, at::Tensor> Attend(const Layer& layer, const at::Tensor& qg,
                                            const at::Tensor& kg, const at::Tensor& vg,
                                            const at::Tensor& ql, const at::Tensor& kl,
-                                           const at::Tensor& vl, const RequestTables& t) const;
+                                           const at::Tensor& vl, const RequestTables& t,
+                                           const StopCheck& stop) const;
 
   ModelConfig config_;
+  int64_t score_budget_;
   Embeddings embeddings_;
   std::vector<Layer> layers_;
 };

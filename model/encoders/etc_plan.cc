@@ -7,36 +7,81 @@
 
 namespace longqa {
 
+std::vector<int64_t> SegmentOfParagraphs(const std::vector<int64_t>& token_paragraph,
+                                         int64_t num_paragraphs, int64_t max_segments,
+                                         int64_t* num_segments) {
+  std::vector<int64_t> segment(num_paragraphs);
+  if (num_paragraphs <= max_segments) {
+    for (int64_t p = 0; p < num_paragraphs; ++p) segment[p] = p;
+    *num_segments = num_paragraphs;
+    return segment;
+  }
+  const int64_t n = static_cast<int64_t>(token_paragraph.size());
+  std::vector<int64_t> first(num_paragraphs, -1);
+  for (int64_t t = n - 1; t >= 0; --t) first[token_paragraph[t]] = t;
+  int64_t raw_before = -1;
+  *num_segments = 0;
+  for (int64_t p = 0; p < num_paragraphs; ++p) {
+    // A paragraph without tokens joins the segment before it.
+    const int64_t raw = first[p] < 0 ? std::max<int64_t>(raw_before, 0)
+                                     : first[p] * max_segments / std::max<int64_t>(n, 1);
+    if (raw != raw_before) ++*num_segments;
+    segment[p] = *num_segments - 1;
+    raw_before = raw;
+  }
+  return segment;
+}
+
 EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& question_pieces,
                       const std::vector<int32_t>& document_ids,
                       const std::vector<int64_t>& token_paragraph, int64_t num_paragraphs) {
+  int64_t num_segments = 0;
+  const std::vector<int64_t> segment_of =
+      SegmentOfParagraphs(token_paragraph, num_paragraphs, config.etc.max_segments, &num_segments);
+  const bool positions = config.etc.positions == "paragraph";
+  const int64_t offset = config.position_offset;
   EtcInput in;
   in.global_ids.push_back(config.special.cls);
-  in.global_paragraph.push_back(-1);
+  in.global_segment.push_back(-1);
   for (int32_t id : question_pieces) {
     in.global_ids.push_back(id);
-    in.global_paragraph.push_back(-1);
+    in.global_segment.push_back(-1);
   }
-  for (int64_t p = 0; p < num_paragraphs; ++p) {
+  for (int64_t s = 0; s < num_segments; ++s) {
     in.global_ids.push_back(config.special.paragraph);
-    in.global_paragraph.push_back(p);
+    in.global_segment.push_back(s);
+  }
+  if (positions) {
+    // CLS 0, question 1.., segment tokens 0: as BERT numbers [CLS] and the question.
+    for (size_t g = 0; g < in.global_ids.size(); ++g) {
+      in.global_positions.push_back(offset +
+                                    (g <= question_pieces.size() ? static_cast<int64_t>(g) : 0));
+    }
   }
   in.long_ids = document_ids;
-  in.long_paragraph = token_paragraph;
+  in.long_segment.reserve(token_paragraph.size());
+  for (int64_t p : token_paragraph) in.long_segment.push_back(segment_of[p]);
+  if (positions) {
+    const int64_t last = config.max_position_embeddings - 1;
+    int64_t within = 0;
+    for (size_t t = 0; t < token_paragraph.size(); ++t) {
+      within = (t > 0 && token_paragraph[t] == token_paragraph[t - 1]) ? within + 1 : 0;
+      in.long_positions.push_back(std::min(offset + within, last));
+    }
+  }
   if (config.exact_match_feature) in.long_match = ExactMatchFlags(question_pieces, document_ids);
   return in;
 }
 
 EtcRequestPlan PlanEtcRequest(const ModelConfig& config, const EtcInput& in) {
   const int64_t r = config.etc.radius, k = config.etc.relative_clip;
-  const int64_t part_of = EtcPartOfLabel(config), not_part_of = EtcNotPartOfLabel(config);
   auto relative = [k](int64_t delta) { return std::clamp<int64_t>(delta, -k, k) + k; };
   EtcRequestPlan t;
   t.n_g = static_cast<int64_t>(in.global_ids.size());
   t.n_l = static_cast<int64_t>(in.long_ids.size());
   t.block = r + 1;
   t.num_blocks = std::max<int64_t>(1, (t.n_l + t.block - 1) / t.block);
-  const int64_t b = t.block, nb = t.num_blocks, n_pad = nb * b;
+  const int64_t b = t.block, nb = t.num_blocks;
 
   t.block_index.resize(nb * 3 * b);
   for (int64_t blk = 0; blk < nb; ++blk) {
@@ -46,37 +91,15 @@ EtcRequestPlan PlanEtcRequest(const ModelConfig& config, const EtcInput& in) {
     }
   }
   t.local_labels.resize(b * 3 * b);
-  t.local_valid.resize(nb * b * 3 * b);
   for (int64_t q = 0; q < b; ++q) {
     for (int64_t s = 0; s < 3 * b; ++s) {
       const int64_t delta = s - b - q;  // key position minus query position
       t.local_labels[q * 3 * b + s] = std::abs(delta) <= r ? relative(delta) : -1;
-      for (int64_t blk = 0; blk < nb; ++blk) {
-        t.local_valid[(blk * b + q) * 3 * b + s] =
-            std::abs(delta) <= r && t.block_index[blk * 3 * b + s] >= 0;
-      }
     }
   }
-  auto own = [&in](int64_t g, int64_t j) {
-    return in.global_paragraph[g] >= 0 && in.global_paragraph[g] == in.long_paragraph[j];
-  };
-  t.l2g_labels.assign(n_pad * t.n_g, not_part_of);
-  for (int64_t j = 0; j < t.n_l; ++j) {
-    for (int64_t g = 0; g < t.n_g; ++g) {
-      if (own(g, j)) t.l2g_labels[j * t.n_g + g] = part_of;
-    }
-  }
-  const int64_t keys = t.n_g + t.n_l;
-  t.global_labels.resize(t.n_g * keys);
-  t.global_valid.assign(t.n_g * keys, 1);
+  t.g2g_labels.resize(t.n_g * t.n_g);
   for (int64_t g = 0; g < t.n_g; ++g) {
-    for (int64_t g2 = 0; g2 < t.n_g; ++g2) t.global_labels[g * keys + g2] = relative(g2 - g);
-    for (int64_t j = 0; j < t.n_l; ++j) {
-      t.global_labels[g * keys + t.n_g + j] = own(g, j) ? part_of : not_part_of;
-      if (config.etc.hard_g2l_mask && in.global_paragraph[g] >= 0 && !own(g, j)) {
-        t.global_valid[g * keys + t.n_g + j] = 0;
-      }
-    }
+    for (int64_t g2 = 0; g2 < t.n_g; ++g2) t.g2g_labels[g * t.n_g + g2] = relative(g2 - g);
   }
   return t;
 }

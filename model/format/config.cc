@@ -80,6 +80,17 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   } else {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
     if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
+    if (c.etc.max_segments <= 0) return bad("etc.max_segments", "must be positive");
+    if (c.etc.positions != "none" && c.etc.positions != "paragraph") {
+      return bad("etc.positions", "must be \"none\" or \"paragraph\"");
+    }
+    if (c.etc.positions == "paragraph" &&
+        c.max_position_embeddings < c.position_offset + c.max_question_tokens + 2) {
+      return bad("max_position_embeddings",
+                 absl::StrCat("must be at least position_offset + max_question_tokens + 2 = ",
+                              c.position_offset + c.max_question_tokens + 2,
+                              " with etc.positions \"paragraph\""));
+    }
   }
   if (c.max_question_tokens <= 0) return bad("max_question_tokens", "must be positive");
   if (c.answer_type_pooling != "mean" && c.answer_type_pooling != "max") {
@@ -182,6 +193,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     LONGQA_RETURN_IF_ERROR(Read(e, "relative_clip", &c.etc.relative_clip, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "shared_projections", &c.etc.shared_projections, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "hard_g2l_mask", &c.etc.hard_g2l_mask, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "max_segments", &c.etc.max_segments, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "positions", &c.etc.positions, false));
   }
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
@@ -227,7 +240,9 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["etc"] = {{"radius", c.etc.radius},
               {"relative_clip", c.etc.relative_clip},
               {"shared_projections", c.etc.shared_projections},
-              {"hard_g2l_mask", c.etc.hard_g2l_mask}};
+              {"hard_g2l_mask", c.etc.hard_g2l_mask},
+              {"max_segments", c.etc.max_segments},
+              {"positions", c.etc.positions}};
   return j.dump(2);
 }
 

@@ -24,6 +24,14 @@ struct EtcConfig {
   int64_t relative_clip = 12;      // k: relative position labels clipped to [-k, k]
   bool shared_projections = true;  // one W_Q/W_K/W_V for global and long, or two sets
   bool hard_g2l_mask = false;      // segment tokens see only their own paragraph's tokens
+  // At most this many segment tokens: a document with more paragraphs gets consecutive paragraphs
+  // merged into segments of about equal token counts, so that the global input (and the l2g/g2l
+  // work, which grows with it) stays bounded whatever the paragraph count.
+  int64_t max_segments = 256;
+  // Absolute positions: "none" (relative labels only, ETC's own scheme) or "paragraph" (each long
+  // token also adds the position embedding of its offset within its paragraph, clipped; globals
+  // count CLS 0, question 1.., segment tokens 0): what a BERT lift keeps of its pretraining.
+  std::string positions = "none";
 };
 
 struct ModelConfig {

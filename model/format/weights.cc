@@ -25,8 +25,9 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
       {absl::StrCat(kAnswerType, ".weight"), {kNumAnswerTypes, d}},
       {absl::StrCat(kAnswerType, ".bias"), {kNumAnswerTypes}},
   };
-  // ETC replaces absolute positions with relative labels.
-  if (!etc) shapes["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, d};
+  // ETC replaces absolute positions with relative labels, unless it keeps paragraph positions.
+  if (!etc || c.etc.positions == "paragraph")
+    shapes["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, d};
   if (c.exact_match_feature) shapes[kExactMatchEmbeddings] = {2, d};
   size_t cluster_layer = 0;
   for (int64_t i = 0; i < c.num_layers(); ++i) {

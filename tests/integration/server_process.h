@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -83,6 +84,16 @@ class ServerProcess {
   std::string log() const {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
+  }
+
+  // The server's peak resident memory so far (VmHWM), in bytes; -1 when unreadable.
+  int64_t PeakResidentBytes() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // kB
+    }
+    return -1;
   }
 
   void Signal(int sig) {

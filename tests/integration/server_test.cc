@@ -16,6 +16,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "longqa/v1/qa.grpc.pb.h"
 #include "model/engine.h"
+#include "server/service.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_models.h"
 #include "tests/integration/test_pki.h"
@@ -437,6 +438,98 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
     EXPECT_TRUE(s.ok()) << s.error_message();
   }
   EXPECT_NE(server.log().find("drained"), std::string::npos) << server.log();
+}
+
+TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExitCodeSaysSo) {
+  // Hostile-clients item 4: work that outlasts --drain_timeout_s is cut short and said to be.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 4; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      v1::AnswerResponse r;
+      return Call(*Stub(server.address()), Request("kalo", Document(400, 120)), &r, 120000);
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all four accepted, one running
+  const auto signalled = std::chrono::steady_clock::now();
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(), 3) << server.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(4));
+  int unavailable = 0;
+  for (auto& c : calls) {
+    const grpc::Status s = c.get();  // every accepted call has an answer: none hangs or is lost
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) ++unavailable;
+    EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  }
+  EXPECT_GE(unavailable, 3);
+  EXPECT_NE(server.log().find("answered UNAVAILABLE"), std::string::npos) << server.log();
+}
+
+TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWaiting) {
+  // Hostile-clients item 2: requests abandoned (deadline) while the model runs them stop at the
+  // next layer instead of holding the engine until they finish.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.address());
+  v1::AnswerResponse r;
+  auto time_call = [&](const v1::AnswerRequest& request, int timeout_ms, grpc::Status* status) {
+    const auto start = std::chrono::steady_clock::now();
+    *status = Call(*stub, request, &r, timeout_ms);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  grpc::Status status;
+  const v1::AnswerRequest big = Request("kalo", Document(400, 120));
+  const double big_solo = time_call(big, 120000, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_GT(big_solo, 1.0);  // long enough for the comparison below to mean something
+  std::vector<std::thread> abandoned;
+  for (int i = 0; i < 2; ++i) {
+    abandoned.emplace_back([&] {
+      grpc::Status s;
+      v1::AnswerResponse mine;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+      s = stub->Answer(&context, big, &mine);
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // both have given up
+  const double control = time_call(Request("kalo", Document(2, 10)), 120000, &status);
+  for (auto& t : abandoned) t.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // Before: the control question waited for both abandoned requests (about 2 × big_solo).
+  EXPECT_LT(control, big_solo / 2) << "big request alone " << big_solo << " s";
+  const std::string page = Scrape(server.metrics_port());
+  EXPECT_GE(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
+}
+
+TEST(ServerHostileTest, CallersAreTheirAddressWithoutThePort) {
+  EXPECT_EQ(CallerOf("ipv4:10.0.0.7:53122"), "ipv4:10.0.0.7");
+  EXPECT_EQ(CallerOf("ipv6:[::1]:53122"), "ipv6:[::1]");
+  EXPECT_EQ(CallerOf("unix:/run/longqa.sock"), "unix:/run/longqa.sock");
+  EXPECT_EQ(CallerOf(""), "");
+}
+
+TEST(ServerHostileTest, ManyOneLineParagraphsDoNotBlowMemory) {
+  // Hostile-clients item 1: 4,000 one-line paragraphs (84 KB) drove the demo ETC model to 13 GiB;
+  // segments are now merged (etc.max_segments) and attention runs in bounded chunks.
+  const char* source = std::getenv("LONGQA_SOURCE_DIR");
+  ServerProcess server(
+      {"--model_dir=" + std::string(source ? source : ".") + "/models/demo", "--threads=2"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::string text;
+  for (int p = 0; p < 4000; ++p) {
+    text += "Line " + std::to_string(p) + " of the river list.\n\n";
+  }
+  v1::AnswerResponse r;
+  const grpc::Status status =
+      Call(*Stub(server.address()), Request("Which line names the river?", text), &r, 300000);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const int64_t peak = server.PeakResidentBytes();
+  ASSERT_GT(peak, 0);
+  EXPECT_LT(peak, int64_t{2} << 30) << "peak resident " << (peak >> 20) << " MiB";
+  std::cerr << "peak resident with 4,000 paragraphs: " << (peak >> 20) << " MiB\n";
 }
 
 TEST(ServerAuthTest, BearerTokenIsRequiredButHealthStaysOpen) {

@@ -45,21 +45,33 @@ class FakeClock : public Clock {
 };
 
 // Records each batch as the list of its requests' question texts; Hold() keeps calls busy until
-// Release().
+// Release(). While held, a run polls its stop check as the engine does between layers, and ends
+// with CANCELLED answers when it says stop.
 class FakeEngine {
  public:
   RunBatchFn Fn() {
-    return [this](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming*) {
+    return [this](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming*,
+                  const StopCheck& stop) {
       std::vector<std::string> questions;
       for (const PreparedRequest* r : batch) questions.push_back(r->request.question);
+      bool stopped = false;
       {
         std::unique_lock<std::mutex> lock(mu_);
         batches_.push_back(questions);
         cv_.notify_all();
-        cv_.wait(lock, [this] { return !held_; });
+        while (held_ && !stopped) {
+          cv_.wait_for(lock, milliseconds(1));
+          stopped = stop && stop();
+        }
       }
       std::vector<absl::StatusOr<QaAnswer>> answers;
-      for (size_t i = 0; i < batch.size(); ++i) answers.emplace_back(QaAnswer{});
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (stopped) {
+          answers.emplace_back(absl::CancelledError("stopped"));
+        } else {
+          answers.emplace_back(QaAnswer{});
+        }
+      }
       return answers;
     };
   }
@@ -105,10 +117,12 @@ struct Outcomes {
   }
 };
 
-std::unique_ptr<WorkItem> Item(const std::string& question, int64_t tokens, Outcomes* out) {
+std::unique_ptr<WorkItem> Item(const std::string& question, int64_t tokens, Outcomes* out,
+                               const std::string& caller = "") {
   auto item = std::make_unique<WorkItem>();
   item->prepared.request.question = question;
   item->tokens = tokens;
+  item->caller = caller;
   item->done = [out, question](absl::StatusOr<QaAnswer> answer, const WorkTiming&) {
     std::lock_guard<std::mutex> lock(out->mu);
     out->status[question] = answer.status();
@@ -131,6 +145,7 @@ bool Eventually(Pred pred) {
 BatcherOptions Options(int workers, int64_t max_batch_tokens = 100, int64_t delay_ms = 50,
                        int64_t max_queue_tokens = 1000) {
   BatcherOptions o;
+  o.quantum_tokens = 1000;  // FIFO within one caller, whatever the sizes
   o.workers = workers;
   o.max_batch_tokens = max_batch_tokens;
   o.max_batch_delay_ms = delay_ms;
@@ -257,7 +272,7 @@ TEST_F(BatcherTest, DrainAnswersEveryAcceptedRequestThenRefuses) {
   StartBusy(batcher);
   ASSERT_TRUE(batcher.Submit(Item("queued", 10, &out)).ok());
   std::atomic<bool> drained{false};
-  std::thread drain([&] { drained = batcher.Drain(milliseconds(1000)); });
+  std::thread drain([&] { drained = batcher.Drain(milliseconds(1000)).finished; });
   // Until Drain has begun, a submission is still accepted (and must be answered); after, refused.
   std::vector<std::string> accepted_late;
   std::string refused;
@@ -286,15 +301,117 @@ TEST_F(BatcherTest, DrainAnswersEveryAcceptedRequestThenRefuses) {
 TEST_F(BatcherTest, DrainReportsATimeoutWhenWorkOutlastsIt) {
   Batcher& batcher = Make(Options(1));
   StartBusy(batcher);
-  std::atomic<int> result{-1};
-  std::thread drain([&] { result = batcher.Drain(milliseconds(100)) ? 1 : 0; });
+  ASSERT_TRUE(batcher.Submit(Item("queued", 10, &out)).ok());
+  std::atomic<bool> returned{false};
+  DrainResult result;
+  std::thread drain([&] {
+    result = batcher.Drain(milliseconds(100), milliseconds(60000));
+    returned = true;
+  });
   ASSERT_TRUE(Eventually([&] { return clock.waiting() > 0; }));
-  EXPECT_EQ(result, -1);  // still waiting: the fake clock has not moved
+  EXPECT_FALSE(returned);  // still waiting: the fake clock has not moved
   clock.Advance(milliseconds(100));
+  // At the deadline the queued request is answered UNAVAILABLE, and the running batch stops at
+  // its next check (the engine is still held) and is answered UNAVAILABLE too.
   drain.join();
-  EXPECT_EQ(result, 0);
-  engine.Release();  // the batch still finishes, and its caller is answered
-  ASSERT_TRUE(out.WaitFor(1));
+  EXPECT_FALSE(result.finished);
+  EXPECT_EQ(result.abandoned, 2);
+  ASSERT_TRUE(out.WaitFor(2));
+  EXPECT_EQ(out.Of("queued").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(out.Of("busy").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(engine.batches().size(), 1u);  // the queued request never reached the engine
+}
+
+TEST_F(BatcherTest, DrainWithinItsTimeIsFinished) {
+  Batcher& batcher = Make(Options(1));
+  ASSERT_TRUE(batcher.Submit(Item("a", 10, &out)).ok());
+  const DrainResult result = batcher.Drain(milliseconds(1000));
+  EXPECT_TRUE(result.finished);
+  EXPECT_EQ(result.abandoned, 0);
+  EXPECT_TRUE(out.Of("a").ok());
+}
+
+TEST_F(BatcherTest, CallersTakeTurnsSoABacklogDoesNotDelayAnotherCaller) {
+  BatcherOptions o = Options(1, /*max_batch_tokens=*/100);
+  o.quantum_tokens = 40;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(batcher.Submit(Item("a" + std::to_string(i), 40, &out, "ipv4:10.0.0.1")).ok());
+  }
+  ASSERT_TRUE(batcher.Submit(Item("b1", 40, &out, "ipv4:10.0.0.2")).ok());
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(7));
+  // First-come-first-served would run a1 a2, then a3 a4, then a5 b1. Round-robin puts b1 in the
+  // very next batch, next to the backlog's first request.
+  const auto batches = engine.batches();
+  ASSERT_GE(batches.size(), 2u);
+  EXPECT_EQ(batches[1], (std::vector<std::string>{"a1", "b1"}));
+}
+
+TEST_F(BatcherTest, AnOversizedRequestWaitsForItsTurnAndRunsAlone) {
+  BatcherOptions o = Options(1, /*max_batch_tokens=*/100, 50, /*max_queue_tokens=*/2000);
+  o.quantum_tokens = 50;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  ASSERT_TRUE(batcher.Submit(Item("big", 300, &out, "big")).ok());
+  ASSERT_TRUE(batcher.Submit(Item("s1", 30, &out, "small")).ok());
+  ASSERT_TRUE(batcher.Submit(Item("s2", 30, &out, "small")).ok());
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(4));
+  // The big request collects its deficit over turns in which the small caller is served; then
+  // it runs alone (it is over the batch budget).
+  EXPECT_EQ(engine.batches(),
+            (std::vector<std::vector<std::string>>{{"busy"}, {"s1", "s2"}, {"big"}}));
+}
+
+TEST_F(BatcherTest, ACallerOverItsShareIsRefusedOthersAreNot) {
+  BatcherOptions o = Options(1, 100, 50, /*max_queue_tokens=*/1000);
+  o.max_caller_queue_tokens = 100;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  ASSERT_TRUE(batcher.Submit(Item("a1", 60, &out, "a")).ok());
+  const absl::Status refused = batcher.Submit(Item("a2", 60, &out, "a"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("one caller may queue at most 100"), std::string::npos)
+      << refused.message();
+  ASSERT_TRUE(batcher.Submit(Item("b1", 60, &out, "b")).ok());
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(3));
+  std::lock_guard<std::mutex> lock(out.mu);
+  EXPECT_EQ(out.status.count("a2"), 0u);
+}
+
+TEST_F(BatcherTest, ARunningBatchStopsOnceNoneOfItsCallersWaits) {
+  Batcher& batcher = Make(Options(1));
+  engine.Hold();  // every run stays busy until its stop check says stop
+  std::atomic<bool> busy_gone{false}, first_gone{false};
+  auto busy = Item("busy", 10, &out);
+  busy->is_cancelled = [&] { return busy_gone.load(); };
+  ASSERT_TRUE(batcher.Submit(std::move(busy)).ok());
+  ASSERT_TRUE(engine.WaitForBatches(1));
+  auto first = Item("first", 10, &out);
+  first->is_cancelled = [&] { return first_gone.load(); };
+  auto second = Item("second", 10, &out);
+  second->deadline = clock.WallNow() + milliseconds(500);
+  ASSERT_TRUE(batcher.Submit(std::move(first)).ok());
+  ASSERT_TRUE(batcher.Submit(std::move(second)).ok());
+  busy_gone = true;  // the only caller of batch 1 leaves: it stops, batch 2 starts
+  ASSERT_TRUE(engine.WaitForBatches(2));
+  EXPECT_EQ(out.Of("busy").code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(engine.batches()[1], (std::vector<std::string>{"first", "second"}));
+  // One caller of two leaves: the batch goes on for the other.
+  first_gone = true;
+  std::this_thread::sleep_for(milliseconds(50));
+  {
+    std::lock_guard<std::mutex> lock(out.mu);
+    EXPECT_EQ(out.status.count("first"), 0u);
+  }
+  // The other's deadline passes: nobody waits any more, the batch stops.
+  clock.Advance(milliseconds(600));
+  ASSERT_TRUE(out.WaitFor(3));
+  EXPECT_EQ(out.Of("first").code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(out.Of("second").code(), absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

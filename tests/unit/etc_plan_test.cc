@@ -1,5 +1,5 @@
-// The ETC encoder's host tables on a request small enough to work out by hand: radius r = 1
-// (blocks of 2), relative labels clipped at k = 2 (labels 0..4, part-of 5, not-part-of 6).
+// The ETC encoder's host input and tables on a request small enough to work out by hand: radius r =
+// 1 (blocks of 2), relative labels clipped at k = 2 (labels 0..4, part-of 5, not-part-of 6).
 #include "model/encoders/etc_plan.h"
 
 #include <gtest/gtest.h>
@@ -26,7 +26,8 @@ TEST(EtcPlanTest, InputHasClsQuestionAndOneSegmentTokenPerParagraph) {
   const EtcInput in = SmallInput(c);
   EXPECT_EQ(in.global_ids,
             (std::vector<int32_t>{c.special.cls, 7, c.special.paragraph, c.special.paragraph}));
-  EXPECT_EQ(in.global_paragraph, (std::vector<int64_t>{-1, -1, 0, 1}));
+  EXPECT_EQ(in.global_segment, (std::vector<int64_t>{-1, -1, 0, 1}));
+  EXPECT_EQ(in.long_segment, (std::vector<int64_t>{0, 0, 0, 1, 1}));
   EXPECT_EQ(in.long_ids, (std::vector<int32_t>{10, 11, 12, 13, 14}));
   EXPECT_TRUE(in.long_match.empty());
 }
@@ -45,39 +46,62 @@ TEST(EtcPlanTest, BlocksNeighboursAndLocalLabels) {
   // Query 0 of a block sits at slot 2: it sees slots 1..3 (relative -1, 0, +1 → labels 1, 2, 3).
   const std::vector<int64_t> q0(p.local_labels.begin(), p.local_labels.begin() + 6);
   EXPECT_EQ(q0, (std::vector<int64_t>{-1, 1, 2, 3, -1, -1}));
-  // In block 0, slot 1 is before the document: masked although within the radius.
-  const std::vector<int64_t> valid_b0_q0(p.local_valid.begin(), p.local_valid.begin() + 6);
-  EXPECT_EQ(valid_b0_q0, (std::vector<int64_t>{0, 0, 1, 1, 0, 0}));
 }
 
-TEST(EtcPlanTest, SegmentTokensLinkToTheirOwnParagraph) {
+TEST(EtcPlanTest, GlobalLabelsAreClippedRelativePositions) {
   const ModelConfig c = SmallEtcConfig(false);
   const EtcRequestPlan p = PlanEtcRequest(c, SmallInput(c));
-  const int64_t part_of = EtcPartOfLabel(c), not_part_of = EtcNotPartOfLabel(c);
-  ASSERT_EQ(part_of, 5);
-  // l2g: long token 3 (paragraph 1) is part of segment token 3, not of segment token 2 or CLS.
-  EXPECT_EQ(p.l2g_labels[3 * p.n_g + 3], part_of);
-  EXPECT_EQ(p.l2g_labels[3 * p.n_g + 2], not_part_of);
-  EXPECT_EQ(p.l2g_labels[3 * p.n_g + 0], not_part_of);
-  // g2g: clipped relative positions from CLS; g2l from segment token 2 (paragraph 0).
-  const int64_t keys = p.n_g + p.n_l;
-  const std::vector<int64_t> cls_g2g(p.global_labels.begin(), p.global_labels.begin() + 4);
-  EXPECT_EQ(cls_g2g, (std::vector<int64_t>{2, 3, 4, 4}));
-  const std::vector<int64_t> seg_g2l(p.global_labels.begin() + 2 * keys + 4,
-                                     p.global_labels.begin() + 3 * keys);
-  EXPECT_EQ(seg_g2l, (std::vector<int64_t>{5, 5, 5, 6, 6}));
-  for (int64_t v : p.global_valid) EXPECT_EQ(v, 1);
+  // From CLS (global 0): 0, +1, +2, +3 clipped at k = 2 → labels 2, 3, 4, 4.
+  const std::vector<int64_t> cls(p.g2g_labels.begin(), p.g2g_labels.begin() + 4);
+  EXPECT_EQ(cls, (std::vector<int64_t>{2, 3, 4, 4}));
+  const std::vector<int64_t> last(p.g2g_labels.begin() + 12, p.g2g_labels.end());
+  EXPECT_EQ(last, (std::vector<int64_t>{0, 0, 1, 2}));
 }
 
-TEST(EtcPlanTest, HardMaskHidesOtherParagraphsFromSegmentTokensOnly) {
-  const ModelConfig c = SmallEtcConfig(true);
-  const EtcRequestPlan p = PlanEtcRequest(c, SmallInput(c));
-  const int64_t keys = p.n_g + p.n_l;
-  const std::vector<int64_t> seg2(p.global_valid.begin() + 2 * keys + 4,
-                                  p.global_valid.begin() + 3 * keys);
-  EXPECT_EQ(seg2, (std::vector<int64_t>{1, 1, 1, 0, 0}));
-  const std::vector<int64_t> cls(p.global_valid.begin(), p.global_valid.begin() + keys);
-  EXPECT_EQ(cls, std::vector<int64_t>(keys, 1));
+TEST(EtcPlanTest, FewParagraphsKeepOneSegmentEach) {
+  int64_t segments = 0;
+  EXPECT_EQ(SegmentOfParagraphs({0, 0, 1, 2, 2}, 3, 3, &segments), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(segments, 3);
+}
+
+TEST(EtcPlanTest, ManyParagraphsMergeIntoContiguousSegmentsOfAboutEqualTokens) {
+  // 40 tokens in 10 paragraphs of 4; at most 4 segments: paragraph p starts at 4p, segment
+  // floor(4p · 4 / 40) → 0,0,0,1,1,2,2,2,3,3.
+  std::vector<int64_t> token_paragraph;
+  for (int64_t p = 0; p < 10; ++p) token_paragraph.insert(token_paragraph.end(), 4, p);
+  int64_t segments = 0;
+  EXPECT_EQ(SegmentOfParagraphs(token_paragraph, 10, 4, &segments),
+            (std::vector<int64_t>{0, 0, 0, 1, 1, 2, 2, 2, 3, 3}));
+  EXPECT_EQ(segments, 4);
+  // One long paragraph then many one-token ones: numbering stays dense and within the cap.
+  token_paragraph.assign(30, 0);
+  for (int64_t p = 1; p <= 20; ++p) token_paragraph.push_back(p);
+  const std::vector<int64_t> merged = SegmentOfParagraphs(token_paragraph, 21, 5, &segments);
+  EXPECT_LE(segments, 5);
+  EXPECT_EQ(merged.front(), 0);
+  EXPECT_EQ(merged.back(), segments - 1);
+  for (size_t p = 1; p < merged.size(); ++p) {
+    EXPECT_TRUE(merged[p] == merged[p - 1] || merged[p] == merged[p - 1] + 1) << p;
+  }
+}
+
+TEST(EtcPlanTest, MergedInputHasOneTokenPerSegment) {
+  ModelConfig c = SmallEtcConfig(false);
+  c.etc.max_segments = 1;
+  const EtcInput in = MakeEtcInput(c, {7}, {10, 11, 12, 13, 14}, {0, 0, 0, 1, 1}, 2);
+  EXPECT_EQ(in.global_ids, (std::vector<int32_t>{c.special.cls, 7, c.special.paragraph}));
+  EXPECT_EQ(in.long_segment, (std::vector<int64_t>{0, 0, 0, 0, 0}));
+}
+
+TEST(EtcPlanTest, ParagraphPositionsRestartAtEachParagraphAndClip) {
+  ModelConfig c = SmallEtcConfig(false);
+  c.etc.positions = "paragraph";
+  c.position_offset = 2;
+  c.max_position_embeddings = 4;  // offsets 0..1 fit; longer paragraphs clip at row 3
+  const EtcInput in = MakeEtcInput(c, {7, 8}, {10, 11, 12, 13, 14}, {0, 0, 0, 1, 1}, 2);
+  EXPECT_EQ(in.global_positions, (std::vector<int64_t>{2, 3, 4, 2, 2}));
+  EXPECT_EQ(in.long_positions, (std::vector<int64_t>{2, 3, 3, 2, 3}));
+  EXPECT_TRUE(SmallInput(SmallEtcConfig(false)).long_positions.empty());
 }
 
 }  // namespace

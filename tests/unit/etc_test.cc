@@ -1,6 +1,6 @@
 // The ETC encoder against an independent fp64 formulation: full attention over [global; long]
 // with every pair's relative label and mask written out one pair at a time (no blocking, no
-// gathers). The model runs blocked l2l attention in fp32: tolerance 2e-4 absolute.
+// gathers). The model runs blocked l2l attention in fp32, in chunks: tolerance 2e-4 absolute.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -59,6 +59,11 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
   ids.insert(ids.end(), in.long_ids.begin(), in.long_ids.end());
   at::Tensor e = W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(ids)) +
                  W(w, "embeddings.token_type_embeddings.weight")[0];
+  if (c.etc.positions == "paragraph") {
+    std::vector<int64_t> positions(in.global_positions.begin(), in.global_positions.end());
+    positions.insert(positions.end(), in.long_positions.begin(), in.long_positions.end());
+    e += W(w, "embeddings.position_embeddings.weight").index_select(0, at::tensor(positions));
+  }
   if (c.exact_match_feature) {
     // Global tokens never match; long tokens add row 1 where flagged.
     const at::Tensor em = W(w, "embeddings.exact_match_embeddings.weight");
@@ -69,8 +74,8 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
   at::Tensor x = RefLayerNorm(e, W(w, "embeddings.LayerNorm.weight"),
                               W(w, "embeddings.LayerNorm.bias"), c.layer_norm_eps);
   auto is_global = [ng](int64_t i) { return i < ng; };
-  auto paragraph = [&](int64_t i) {
-    return is_global(i) ? in.global_paragraph[i] : in.long_paragraph[i - ng];
+  auto segment = [&](int64_t i) {
+    return is_global(i) ? in.global_segment[i] : in.long_segment[i - ng];
   };
   for (int64_t layer = 0; layer < c.num_layers(); ++layer) {
     const std::string s = "encoder.layer." + std::to_string(layer) + ".attention.self.";
@@ -94,8 +99,8 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
             label = std::clamp<int64_t>(j - i, -k, k) + k;
           } else {
             const int64_t g = is_global(i) ? i : j, l = is_global(i) ? j : i;
-            const bool own = paragraph(g) >= 0 && paragraph(g) == paragraph(l);
-            if (c.etc.hard_g2l_mask && is_global(i) && paragraph(g) >= 0 && !own) continue;
+            const bool own = segment(g) >= 0 && segment(g) == segment(l);
+            if (c.etc.hard_g2l_mask && is_global(i) && segment(g) >= 0 && !own) continue;
             label = own ? EtcPartOfLabel(c) : EtcNotPartOfLabel(c);
           }
           const at::Tensor qi = q[i].narrow(0, h * dh, dh);
@@ -116,13 +121,13 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
 }
 
 void ExpectEtcMatchesReference(const ModelConfig& c, const std::vector<EtcInput>& inputs,
-                               uint64_t seed) {
+                               uint64_t seed, int64_t score_budget = kEtcScoreBudget) {
   ASSERT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
   TensorMap w = SpreadWeights(c, seed);
   for (auto& [name, t] : w) {
     if (name.find("relative_key") != std::string::npos) t = at::randn(t.sizes()) * 0.5;
   }
-  const EtcEncoder encoder(c, w);
+  const EtcEncoder encoder(c, w, score_budget);
   at::InferenceMode guard;
   const EtcOutput out = encoder.Forward(inputs, at::kCPU);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -161,6 +166,41 @@ TEST(EtcTest, SingleParagraphAndMixedBatch) {
                             24);
 }
 
+TEST(EtcTest, ChunkedAttentionMatchesTheReference) {
+  // A budget of one score element: every chunk is a single global row or a single l2l block.
+  for (bool hard_mask : {false, true}) {
+    SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no mask");
+    const ModelConfig c = EtcConfig(2, 2, 3, !hard_mask, hard_mask);
+    ExpectEtcMatchesReference(
+        c, {RandomEtcInput(c, 3, {4, 9, 0, 6, 3}, 11), RandomEtcInput(c, 2, {17}, 12)}, 26, 1);
+    // Chunks of a few rows and blocks, not dividing the inputs evenly.
+    ExpectEtcMatchesReference(c, {RandomEtcInput(c, 5, {8, 2, 12, 7}, 13)}, 27, 700);
+  }
+}
+
+TEST(EtcTest, MergedSegmentsMatchTheReference) {
+  // Seven paragraphs, at most three segment tokens: paragraphs share segments, and "part of"
+  // (and the hard mask) follow the segment.
+  for (bool hard_mask : {false, true}) {
+    ModelConfig c = EtcConfig(2, 3, 3, true, hard_mask);
+    c.etc.max_segments = 3;
+    const EtcInput in = RandomEtcInput(c, 4, {5, 2, 7, 1, 9, 3, 6}, 14);
+    ASSERT_EQ(in.global_ids.size(), 1u + 4u + 3u);
+    ExpectEtcMatchesReference(c, {in}, 28);
+  }
+}
+
+TEST(EtcTest, ParagraphPositionsAddTheirEmbeddings) {
+  ModelConfig c = EtcConfig(2, 3, 3, true, false);
+  c.etc.positions = "paragraph";
+  c.position_offset = 2;
+  c.max_question_tokens = 8;
+  c.max_position_embeddings = 12;  // paragraphs longer than 10 tokens clip at the last row
+  const EtcInput in = RandomEtcInput(c, 3, {4, 14, 2}, 15);
+  ASSERT_EQ(in.long_positions.size(), in.long_ids.size());
+  ExpectEtcMatchesReference(c, {in, RandomEtcInput(c, 1, {6}, 16)}, 29);
+}
+
 TEST(EtcTest, ExactMatchFeatureAddsItsEmbeddingToMatchingLongTokens) {
   ModelConfig c = EtcConfig(2, 4, 3, true, false);
   c.exact_match_feature = true;
@@ -196,6 +236,29 @@ TEST(EtcTest, EngineAnswersWithAnEtcModelAndBatchesInvariantly) {
     EXPECT_NEAR(alone[0]->long_answer.score, together[i]->long_answer.score, 1e-4);
     EXPECT_EQ(alone[0]->windows, 1);
   }
+}
+
+TEST(EtcTest, EngineRunStopsBetweenLayersWhenNobodyWaits) {
+  const ModelConfig c = EtcConfig(3, 4, 3, true, false);
+  auto engine =
+      Engine::Create(c, SpreadWeights(c, 10), testing_support::TestTokenizer(), {2, "cpu"});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = "Ada was born in Paris.\n\nthe river of the city";
+  auto p = (*engine)->Prepare(r);
+  ASSERT_TRUE(p.ok());
+  // Asked before every layer (and every chunk of long queries): the second check says stop.
+  int checks = 0;
+  const auto stopped = (*engine)->Run({&*p, &*p}, nullptr, [&] { return ++checks >= 2; });
+  EXPECT_EQ(checks, 2);
+  for (const auto& answer : stopped)
+    EXPECT_EQ(answer.status().code(), absl::StatusCode::kCancelled);
+  // A check that never says stop changes nothing.
+  checks = 0;
+  const auto full = (*engine)->Run({&*p}, nullptr, [&] { return ++checks < 0; });
+  ASSERT_TRUE(full[0].ok());
+  EXPECT_GE(checks, 3);
 }
 
 }  // namespace
