@@ -89,12 +89,27 @@ bool Batcher::IsDead(const WorkItem& item, Clock::WallTime now) const {
   return item.deadline <= now || (item.is_cancelled && item.is_cancelled());
 }
 
+absl::Status Batcher::CallerGone(const WorkItem& item, Clock::WallTime now, bool ran) {
+  const bool expired = item.deadline <= now;
+  metrics_->RecordDropped(expired ? "deadline" : "cancelled");
+  if (expired) {
+    return absl::DeadlineExceededError(ran ? "deadline passed while the model ran"
+                                           : "deadline passed before work started");
+  }
+  return absl::CancelledError(ran ? "stopped while the model ran: the caller left"
+                                  : "client cancelled before work started");
+}
+
+void Batcher::UncountLocked(CallerQueue& queue, const WorkItem& item) {
+  queue.tokens -= item.tokens;
+  queued_tokens_ -= item.tokens;
+  --queued_items_;
+}
+
 std::unique_ptr<WorkItem> Batcher::PopLocked(CallerQueue& queue) {
   std::unique_ptr<WorkItem> item = std::move(queue.items.front());
   queue.items.pop_front();
-  queue.tokens -= item->tokens;
-  queued_tokens_ -= item->tokens;
-  --queued_items_;
+  UncountLocked(queue, *item);
   return item;
 }
 
@@ -103,9 +118,7 @@ void Batcher::SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkI
     std::deque<std::unique_ptr<WorkItem>> live;
     for (auto& item : queue.items) {
       if (IsDead(*item, now)) {
-        queue.tokens -= item->tokens;
-        queued_tokens_ -= item->tokens;
-        --queued_items_;
+        UncountLocked(queue, *item);
         dead->push_back(std::move(item));
       } else {
         live.push_back(std::move(item));
@@ -193,13 +206,9 @@ void Batcher::WorkerLoop() {
 
     const Clock::Time started = clock_->Now();
     for (auto& item : dropped) {
-      const bool expired = item->deadline <= now_wall;
-      metrics_->RecordDropped(expired ? "deadline" : "cancelled");
       WorkTiming timing;
       timing.queue_seconds = std::chrono::duration<double>(started - item->enqueued).count();
-      item->done(expired ? absl::DeadlineExceededError("deadline passed before work started")
-                         : absl::CancelledError("client cancelled before work started"),
-                 timing);
+      item->done(CallerGone(*item, now_wall, /*ran=*/false), timing);
     }
     if (!batch.empty()) {
       std::vector<const PreparedRequest*> requests;
@@ -224,14 +233,9 @@ void Batcher::WorkerLoop() {
         timing.batch_requests = static_cast<int64_t>(batch.size());
         if (answers[i].status().code() == absl::StatusCode::kCancelled) {
           // A stopped run: say why this caller's request ended.
-          if (abandon_) {
-            answers[i] = absl::UnavailableError("server shut down while this request ran; retry");
-          } else if (batch[i]->deadline <= finished_wall) {
-            metrics_->RecordDropped("deadline");
-            answers[i] = absl::DeadlineExceededError("deadline passed while the model ran");
-          } else {
-            metrics_->RecordDropped("cancelled");
-          }
+          answers[i] =
+              abandon_ ? absl::UnavailableError("server shut down while this request ran; retry")
+                       : CallerGone(*batch[i], finished_wall, /*ran=*/true);
         }
         batch[i]->done(std::move(answers[i]), timing);
       }
@@ -242,8 +246,8 @@ void Batcher::WorkerLoop() {
     lock.lock();
     running_ -= taken;
     if (running_ == 0) work_cv_.notify_all();  // the engine is idle: a filling batch starts now
+    // (After the drain deadline the queue is empty for good: this also wakes Drain's grace wait.)
     if (queued_items_ == 0 && running_ == 0) idle_cv_.notify_all();
-    if (abandon_ && running_ == 0) idle_cv_.notify_all();
   }
 }
 

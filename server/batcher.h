@@ -106,7 +106,12 @@ class Batcher {
   void SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkItem>>* dead);
   // With mu_ held: takes the next batch by deficit round-robin over the callers.
   std::vector<std::unique_ptr<WorkItem>> TakeBatchLocked(int64_t* batch_tokens);
+  // With mu_ held: takes the item's tokens out of its caller's and the queue's counts.
+  void UncountLocked(CallerQueue& queue, const WorkItem& item);
   std::unique_ptr<WorkItem> PopLocked(CallerQueue& queue);
+  // The answer of a request that ended because its caller left (deadline or cancel), counted in
+  // the dropped-requests metric by reason; `ran`: it had reached the engine.
+  absl::Status CallerGone(const WorkItem& item, Clock::WallTime now, bool ran);
   Clock::Time OldestLocked() const;
   bool IsDead(const WorkItem& item, Clock::WallTime now) const;
 
