@@ -412,7 +412,17 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
       return Call(*stub, Request("kalo", Document(100 + 10 * i, 150)), &r, 60000);
     }));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all six accepted
+  // SIGTERM only once the server counts all six as accepted (a fixed sleep raced under load: a
+  // call not yet submitted was refused as draining).
+  auto accepted = [&] {
+    const std::string page = Scrape(server.metrics_port());
+    return Sample(page, "longqa_inflight_requests") +
+           Sample(page, "longqa_requests_total{code=\"OK\",method=\"Answer\"}");
+  };
+  for (int i = 0; i < 600 && accepted() < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(accepted(), 6);
   server.Signal(SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   // Draining: health says NOT_SERVING and new work is refused, while accepted work goes on.
