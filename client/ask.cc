@@ -57,8 +57,10 @@ int RunAsk(int argc, char** argv) {
   request.mutable_options()->set_n_best(static_cast<uint32_t>(args.GetInt("n_best", 1, 1)));
   request.mutable_options()->set_max_short_answer_tokens(
       static_cast<uint32_t>(args.GetInt("max_short_answer_tokens", 0, 0)));
-  request.mutable_options()->set_null_threshold(
-      static_cast<float>(args.GetDouble("null_threshold", 0)));
+  if (args.Has("null_threshold")) {  // otherwise the model's calibrated default
+    request.mutable_options()->set_null_threshold(
+        static_cast<float>(args.GetDouble("null_threshold", 0)));
+  }
   request.mutable_options()->set_include_timing(true);
 
   const Connection connection(args);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include "client/commands.h"
@@ -42,7 +43,10 @@ void PrintScores(const char* name, const PrecisionRecall& all, const PrecisionRe
 int RunEval(int argc, char** argv) {
   std::set<std::string> known = ConnectionFlags();
   known.insert({"gold", "output", "concurrency", "max_attempts", "group_by"});
-  const Args args(argc, argv, 2, known, {"no_progress"});
+  const Args args(argc, argv, 2, known, {"no_progress", "calibrate_null"});
+  // --calibrate_null: every request must answer (a threshold far below any logit margin), and the
+  // null threshold is then chosen on this set (CalibrateNullThreshold).
+  const bool calibrate = args.GetBool("calibrate_null");
   if (!args.Has("gold")) throw UsageError("eval needs --gold");
   std::vector<NqGold> gold;
   std::vector<v1::AnswerRequest> requests;
@@ -70,6 +74,7 @@ int RunEval(int argc, char** argv) {
     }
     requests.push_back(RequestFromJson(j, n));
     requests.back().set_request_id(gold.back().example_id);
+    if (calibrate) requests.back().mutable_options()->set_null_threshold(-1e30f);
   }
   const Connection connection(args);
   RunnerOptions options;
@@ -79,13 +84,14 @@ int RunEval(int argc, char** argv) {
   const std::vector<RunResult> results = RunAll(connection, requests, options);
 
   std::vector<NqPrediction> predictions;
-  nlohmann::json official = {{"predictions", nlohmann::json::array()}};
+  std::vector<double> margins;  // best_answer_score - no_answer_score, per prediction
   int64_t failed = 0;
   bool unreachable = false;
   for (size_t i = 0; i < results.size(); ++i) {
     NqPrediction p;
     p.example_id = gold[i].example_id;
     const RunResult& r = results[i];
+    double margin = -std::numeric_limits<double>::infinity();  // a failed request stays null
     if (!r.status.ok()) {
       ++failed;
       unreachable |= r.status.error_code() == grpc::StatusCode::UNAVAILABLE;
@@ -93,6 +99,7 @@ int RunEval(int argc, char** argv) {
                    r.status.error_message().c_str());
     } else {
       const v1::AnswerResponse& a = r.response;
+      margin = static_cast<double>(a.best_answer_score()) - a.no_answer_score();
       // A probability, comparable across examples (logits are not): 1 - P(no answer).
       const double confidence =
           a.answer_type_probabilities_size() > 0 ? 1.0 - a.answer_type_probabilities(0) : 0.0;
@@ -109,6 +116,21 @@ int RunEval(int argc, char** argv) {
       if (type == v1::ANSWER_TYPE_NO) p.yes_no = "NO";
       p.long_answer_score = p.short_answers_score = confidence;
     }
+    predictions.push_back(std::move(p));
+    margins.push_back(margin);
+  }
+  if (calibrate) {
+    const NqScores forced = ScoreNq(gold, predictions);
+    NullCalibration c = CalibrateNullThreshold(gold, predictions, margins);
+    std::printf(
+        "null threshold %.6g (chosen on this set: long F1 %.4f + short F1 %.4f; %.4f + "
+        "%.4f when every question is answered)\n",
+        c.threshold, c.scores.long_all.f1, c.scores.short_all.f1, forced.long_all.f1,
+        forced.short_all.f1);
+    predictions = std::move(c.predictions);  // everything below is at the chosen threshold
+  }
+  nlohmann::json official = {{"predictions", nlohmann::json::array()}};
+  for (const NqPrediction& p : predictions) {
     nlohmann::json shorts = nlohmann::json::array();
     for (const ByteSpan& s : p.short_answers) shorts.push_back(SpanJson(s));
     official["predictions"].push_back(
@@ -118,7 +140,6 @@ int RunEval(int argc, char** argv) {
          {"short_answers", shorts},
          {"short_answers_score", p.short_answers_score},
          {"yes_no_answer", p.yes_no}});
-    predictions.push_back(std::move(p));
   }
   if (args.Has("output")) {
     std::ofstream out(args.Get("output"));

@@ -23,6 +23,7 @@ const std::string& Usage() {
           "          [--no_progress]   (lines: {\"id\", \"question\", \"document\" | "
           "\"paragraphs\"})\n"
           "  eval    --gold=gold.jsonl [--output=predictions.json] [--concurrency=4]\n"
+          "          [--group_by=FIELD] [--calibrate_null]\n"
           "          NQ long/short precision, recall, F1 (gold format: docs/cli.md)\n"
           "  bench   [--concurrency=1 | --rate=R] [--duration_s=10] [--requests=N] [--file=DOC |\n"
           "          --doc_words=2000] [--question=Q] [--csv=out.csv]\n"

@@ -52,4 +52,21 @@ struct NqScores {
 // a null prediction.
 NqScores ScoreNq(const std::vector<NqGold>& gold, const std::vector<NqPrediction>& predictions);
 
+// The null threshold chosen on a dev set, as NQ's evaluation picks its best score cut, but for
+// the server's own no-answer rule (qa.proto): prediction i becomes null when margins[i] ≤
+// threshold, where margins[i] = best_answer_score - no_answer_score and forced[i] is what the
+// model answers when it must answer. The threshold maximises long F1 + short F1 (ties: the one
+// closest to 0); candidates lie midway between consecutive margins, and below / above them all.
+struct NullCalibration {
+  double threshold = 0;
+  NqScores scores;                        // at the threshold
+  std::vector<NqPrediction> predictions;  // at the threshold
+};
+NullCalibration CalibrateNullThreshold(const std::vector<NqGold>& gold,
+                                       const std::vector<NqPrediction>& forced,
+                                       const std::vector<double>& margins);
+// `forced` with every prediction whose margin is ≤ threshold made null.
+std::vector<NqPrediction> ApplyNullThreshold(const std::vector<NqPrediction>& forced,
+                                             const std::vector<double>& margins, double threshold);
+
 }  // namespace longqa::cli

@@ -46,6 +46,7 @@ int RunInfo(int argc, char** argv) {
   std::cout << "limits: " << info.max_document_bytes() << " bytes, " << info.max_document_tokens()
             << " document tokens, " << info.max_question_tokens() << " question tokens, batch "
             << info.max_batch_tokens() << " tokens\n"
+            << "default null threshold: " << info.default_null_threshold() << "\n"
             << "server " << info.server_version() << "\n";
   return kExitOk;
 }

@@ -60,7 +60,7 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
       std::max_element(logits.type_logits.begin() + 1, logits.type_logits.end());
   answer.best_answer_score = *best_other;
   const AnswerType type =
-      answer.no_answer_score + options.null_threshold >= answer.best_answer_score
+      answer.no_answer_score + options.null_threshold.value_or(0.0f) >= answer.best_answer_score
           ? AnswerType::kNoAnswer
           : static_cast<AnswerType>(best_other - logits.type_logits.begin());
 

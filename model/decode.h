@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "model/document.h"
@@ -16,7 +17,9 @@ enum class AnswerType { kNoAnswer = 0, kYes = 1, kNo = 2, kShort = 3, kLongOnly 
 struct DecodeOptions {
   int64_t max_answer_tokens = 30;  // longest short answer, in tokens
   int64_t n_best = 1;              // short candidates returned
-  float null_threshold = 0.0f;     // added to the NO_ANSWER logit before the type is chosen
+  // Added to the NO_ANSWER logit before the type is chosen. Unset: the model's default
+  // (config.json null_threshold), which the Engine fills in; DecodeAnswer reads unset as 0.
+  std::optional<float> null_threshold;
 };
 
 struct AnswerSpan {

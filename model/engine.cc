@@ -160,7 +160,10 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
   const auto inferred = Clock::now();
   for (size_t i = 0; i < batch.size(); ++i) {
     const PreparedRequest& r = *batch[i];
-    QaAnswer answer = DecodeAnswer(logits[i], r.document, r.request.text, r.request.options);
+    DecodeOptions options = r.request.options;
+    if (!options.null_threshold)
+      options.null_threshold = static_cast<float>(config_.null_threshold);
+    QaAnswer answer = DecodeAnswer(logits[i], r.document, r.request.text, options);
     answer.question_truncated = r.question_truncated;
     answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
     answer.document_tokens = static_cast<int64_t>(r.document.ids.size());

@@ -44,7 +44,7 @@ absl::StatusOr<QaRequest> ToQaRequest(const v1::AnswerRequest& request,
   r.options.max_answer_tokens =
       o.max_short_answer_tokens() == 0 ? kDefaultShortAnswerTokens : o.max_short_answer_tokens();
   r.options.n_best = o.n_best() == 0 ? 1 : o.n_best();
-  r.options.null_threshold = o.null_threshold();
+  if (o.has_null_threshold()) r.options.null_threshold = o.null_threshold();
   return r;
 }
 

@@ -18,7 +18,8 @@ inline constexpr uint32_t kDefaultShortAnswerTokens = 30;
 
 // Validates the request's shape and options and builds the engine request (paragraph lists are
 // joined with "\n\n"). INVALID_ARGUMENT names the field; documents over max_document_bytes are
-// RESOURCE_EXHAUSTED.
+// RESOURCE_EXHAUSTED. A request without options.null_threshold leaves it unset: the engine then
+// applies the model's calibrated default.
 absl::StatusOr<QaRequest> ToQaRequest(const v1::AnswerRequest& request, int64_t max_document_bytes);
 
 // Fills a response from an answer (span texts are copied from the request's text).

@@ -266,6 +266,7 @@ grpc::ServerUnaryReactor* QaService::GetModelInfo(grpc::CallbackServerContext* c
     info->set_max_question_tokens(static_cast<uint32_t>(c.max_question_tokens));
     info->set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
     info->set_server_version(kVersion);
+    info->set_default_null_threshold(static_cast<float>(c.null_threshold));
   }
   metrics_->RecordRequest("GetModelInfo", StatusCodeName(status.error_code()), SecondsSince(start));
   reactor->Finish(status);

@@ -59,8 +59,12 @@ absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  // Every head is in the training loss: after a step none is untrained any more, and the server
+  // should stop warning about heads that import_hf.py initialised at random.
+  ModelConfig saved = config;
+  if (state.step > 0) saved.untrained_heads.clear();
   LONGQA_RETURN_IF_ERROR(
-      WriteTextAtomically(ModelFilePath(dir, kConfigFile), ModelConfigToJson(config) + "\n"));
+      WriteTextAtomically(ModelFilePath(dir, kConfigFile), ModelConfigToJson(saved) + "\n"));
   TensorMap detached;
   for (const auto& [name, t] : weights) detached[name] = t.detach();
   LONGQA_RETURN_IF_ERROR(WriteSafetensors(ModelFilePath(dir, kWeightsFile), detached));

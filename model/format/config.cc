@@ -1,5 +1,6 @@
 #include "model/format/config.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -96,6 +97,7 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.answer_type_pooling != "mean" && c.answer_type_pooling != "max") {
     return bad("answer_type_pooling", "must be \"mean\" or \"max\"");
   }
+  if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
   if (c.tokenizer != "spm.model" && c.tokenizer != "tokenizer.json") {
     return bad("tokenizer", "must be \"spm.model\" or \"tokenizer.json\"");
   }
@@ -178,6 +180,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "tokenizer", &c.tokenizer, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "untrained_heads", &c.untrained_heads, false));
   if (j.contains("special_tokens")) {
@@ -231,6 +234,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["max_question_tokens"] = c.max_question_tokens;
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
+  j["null_threshold"] = c.null_threshold;
   j["tokenizer"] = c.tokenizer;
   j["untrained_heads"] = c.untrained_heads;
   j["special_tokens"] = {{"cls", c.special.cls},

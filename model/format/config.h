@@ -56,6 +56,9 @@ struct ModelConfig {
   // Cluster-Former: how a request's window CLS states become the answer-type head's input:
   // "mean" (the first demo model) or "max" (element-wise; does not fade as windows multiply).
   std::string answer_type_pooling = "mean";
+  // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
+  // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.
+  double null_threshold = 0.0;
   SpecialTokens special;
   EtcConfig etc;
   // The model folder's tokenizer file: "spm.model" (sentencepiece) or "tokenizer.json" (a

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "model/format/safetensors.h"
 #include "model/format/weights.h"
@@ -274,6 +275,36 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
                           "short_answers_score", "yes_no_answer"}) {
     EXPECT_TRUE(official["predictions"][0].contains(key)) << key;
   }
+
+  // --calibrate_null: every question answered gives the figures above (0.6667 + 0.6667); the
+  // chosen threshold does at least as well, and the file holds the predictions at it.
+  const CliRun calibrated = Cli("eval " + Target() + " --gold=" + Write("gold.jsonl", gold) +
+                                " --calibrate_null --output=" + predictions);
+  ASSERT_EQ(calibrated.code, 0) << calibrated.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(calibrated.out, m,
+                                std::regex("null threshold (\\S+) \\(chosen on this set: long F1 "
+                                           "([0-9.]+) \\+ short F1 ([0-9.]+); 0.6667 \\+ 0.6667 "
+                                           "when every question is answered\\)")))
+      << calibrated.out;
+  EXPECT_GE(std::stod(m[2]) + std::stod(m[3]), 2 * 0.6667);
+  // The long figures printed are those of the written predictions: a non-null one is the
+  // server's own long answer, right for examples 0-2 (of 4 gold long answers).
+  std::ifstream q(predictions);
+  const auto at_threshold = nlohmann::json::parse(q);
+  ASSERT_EQ(at_threshold["predictions"].size(), 5u);
+  int predicted = 0, correct = 0;
+  for (int i = 0; i < 5; ++i) {
+    const bool answered = at_threshold["predictions"][i]["long_answer"]["start_byte"] != -1;
+    predicted += answered;
+    correct += answered && i < 3;
+  }
+  const double precision = predicted ? static_cast<double>(correct) / predicted : 0;
+  const double recall = correct / 4.0;
+  char expected_long[96];
+  std::snprintf(expected_long, sizeof(expected_long), "long   all predictions:  P %.4f  R %.4f",
+                precision, recall);
+  EXPECT_NE(calibrated.out.find(expected_long), std::string::npos) << calibrated.out;
 }
 
 TEST_F(CliTest, BenchStopsWithinItsBounds) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -33,12 +34,19 @@ fs::path TempDir() {
   return dir;
 }
 
+// The test model's config.json null_threshold: requests that set none are decided with it.
+constexpr float kModelNullThreshold = 0.25f;
+
 const std::string& ModelDir() {
   static const std::string dir = [] {
     const RandomModelSpec spec = testing_support::SmallModelSpec();
     const std::string d = (TempDir() / "model").string();
     const absl::Status s = WriteRandomModel(spec, d);
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    const std::string config_path = d + "/config.json";
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
+    config["null_threshold"] = kModelNullThreshold;
+    std::ofstream(config_path) << config.dump(1);
     return d;
   }();
   return dir;
@@ -139,13 +147,15 @@ TEST_F(ServerTest, AnswersEqualTheInProcessEngine) {
 }
 
 TEST_F(ServerTest, NoAnswerDecisionCanBeRedoneFromTheResponse) {
-  // qa.proto's rule: NO_ANSWER exactly when no_answer_score + null_threshold >= best_answer_score.
+  // qa.proto's rule: NO_ANSWER exactly when no_answer_score + null_threshold >= best_answer_score;
+  // a request that sets no threshold gets the model's (config.json), an explicit 0 stays 0.
   auto stub = Stub(server_->address());
   const std::string text = Document(3, 25);
   v1::AnswerResponse first;
   ASSERT_TRUE(Call(*stub, Request("kalo", text), &first).ok());
   const float margin = first.best_answer_score() - first.no_answer_score();
-  EXPECT_EQ(first.answer_type() == v1::ANSWER_TYPE_NO_ANSWER, margin <= 0) << margin;
+  EXPECT_EQ(first.answer_type() == v1::ANSWER_TYPE_NO_ANSWER, margin <= kModelNullThreshold)
+      << margin;
   for (const float threshold : {margin - 0.5f, margin + 0.5f, -margin - 1.0f, 0.0f}) {
     v1::AnswerRequest request = Request("kalo", text);
     request.mutable_options()->set_null_threshold(threshold);
@@ -325,6 +335,7 @@ TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
   EXPECT_EQ(info.layer_plan(), "SSCS");
   EXPECT_EQ(info.window_tokens(), 32u);
   EXPECT_EQ(info.max_document_tokens(), 20000u);
+  EXPECT_FLOAT_EQ(info.default_null_threshold(), kModelNullThreshold);
   const std::string page = Scrape(server_->metrics_port());
   for (const char* name :
        {"longqa_request_duration_seconds_bucket", "longqa_queue_duration_seconds_bucket",

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "tests/unit/test_model.h"
@@ -24,12 +25,15 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->max_position_embeddings, c.max_position_embeddings);
   EXPECT_EQ(parsed->tokenizer, "spm.model");
   EXPECT_TRUE(parsed->untrained_heads.empty());
+  EXPECT_EQ(parsed->null_threshold, 0.0);
+  c.null_threshold = -1.25;
   c.tokenizer = "tokenizer.json";
   c.untrained_heads = {"long_answer", "answer_type"};
   parsed = ParseModelConfig(ModelConfigToJson(c));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(parsed->tokenizer, "tokenizer.json");
   EXPECT_EQ(parsed->untrained_heads, c.untrained_heads);
+  EXPECT_EQ(parsed->null_threshold, -1.25);
 }
 
 TEST(ConfigTest, ErrorsNameTheKey) {
@@ -54,7 +58,8 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"vocab_size", "many"},
       {"max_position_embeddings", 10},
       {"tokenizer", "vocab.txt"},
-      {"untrained_heads", {"pooler"}}};
+      {"untrained_heads", {"pooler"}},
+      {"null_threshold", "high"}};
   for (const auto& [key, value] : cases) {
     auto parsed = with(key, value);
     ASSERT_FALSE(parsed.ok()) << key << " = " << value.dump();
@@ -63,6 +68,9 @@ TEST(ConfigTest, ErrorsNameTheKey) {
     EXPECT_NE(message.find("'" + named + "'"), std::string::npos) << message;
   }
   EXPECT_FALSE(ParseModelConfig("{").ok());
+  ModelConfig infinite = TinyConfig("SCS", 16, 12, 4);
+  infinite.null_threshold = std::numeric_limits<double>::infinity();  // JSON cannot say it
+  EXPECT_NE(ValidateModelConfig(infinite).message().find("'null_threshold'"), std::string::npos);
 }
 
 TEST(ConfigTest, ArchitectureNamesRoundTrip) {

@@ -54,5 +54,48 @@ TEST(NqEvalTest, MissingPredictionsCountAsNull) {
   EXPECT_DOUBLE_EQ(s.short_all.f1, 0.0);
 }
 
+TEST(NqEvalTest, NullThresholdIsChosenByLongPlusShortF1) {
+  // Four answerable examples and two unanswerable ones; the forced answers (what the model says
+  // when it must answer) and margins (best_answer_score - no_answer_score) per example.
+  const std::vector<NqGold> gold = {
+      {"a", {0, 10}, {{2, 4}}, "NONE"},
+      {"b", {20, 30}, {{21, 22}}, "NONE"},
+      {"c", {40, 50}, {}, "YES"},
+      {"d", {60, 70}, {{61, 62}}, "NONE"},
+      {"e", {}, {}, "NONE"},
+      {"f", {}, {}, "NONE"},
+  };
+  const std::vector<NqPrediction> forced = {
+      {"a", {0, 10}, 1, {{2, 4}}, 1, "NONE"},     // right, margin 3
+      {"b", {20, 30}, 1, {{21, 22}}, 1, "NONE"},  // right, margin 2
+      {"c", {40, 50}, 1, {}, 1, "YES"},           // right, margin 1
+      {"d", {80, 90}, 1, {{81, 82}}, 1, "NONE"},  // wrong paragraph, margin -2
+      {"e", {0, 10}, 1, {{2, 4}}, 1, "NONE"},     // unanswerable, margin -1
+      {"f", {20, 30}, 1, {{21, 22}}, 1, "NONE"},  // unanswerable, margin 0.5
+  };
+  const std::vector<double> margins = {3, 2, 1, -2, -1, 0.5};
+  // Candidates: -3 (none null), -1.5, -0.25, 0.75, 1.5, 2.5, 4 (all null). Null when margin ≤ t.
+  //   t = -3:    6 predicted, 3 right; long P 1/2 R 3/4 F1 .6; short (gold 4) P 1/2 R 3/4 F1 .6
+  //   t = -1.5:  d null: 5 predicted, 3 right: P 3/5 R 3/4 F1 2/3 (long and short)
+  //   t = -0.25: d, e null: 4 predicted, 3 right: F1 .75 + .75 = 1.5
+  //   t = 0.75:  d, e, f null: 3 predicted, 3 right: P 1 R 3/4 F1 6/7 each, sum 1.714 (best)
+  //   t = 1.5:   c also null: P 1 R 1/2 F1 2/3 each.
+  const NullCalibration c = CalibrateNullThreshold(gold, forced, margins);
+  EXPECT_DOUBLE_EQ(c.threshold, 0.75);
+  EXPECT_NEAR(c.scores.long_all.f1, 6.0 / 7.0, 1e-12);
+  EXPECT_NEAR(c.scores.short_all.f1, 6.0 / 7.0, 1e-12);
+  ASSERT_EQ(c.predictions.size(), 6u);
+  EXPECT_FALSE(c.predictions[2].long_answer.null());  // c: margin 1 > 0.75, answered
+  EXPECT_TRUE(c.predictions[5].long_answer.null());   // f: margin 0.5 ≤ 0.75, null
+  EXPECT_TRUE(c.predictions[5].short_answers.empty());
+  EXPECT_EQ(c.predictions[5].example_id, "f");
+
+  // Ties go to the threshold closest to 0: one wrong answer, margin 1; the candidates 0 (answer)
+  // and 2 (null) both score F1 0 + 0.
+  const std::vector<NqGold> one = {{"a", {0, 10}, {}, "YES"}};
+  const std::vector<NqPrediction> wrong = {{"a", {20, 30}, 1, {}, 1, "NO"}};
+  EXPECT_DOUBLE_EQ(CalibrateNullThreshold(one, wrong, {1.0}).threshold, 0.0);
+}
+
 }  // namespace
 }  // namespace longqa::cli

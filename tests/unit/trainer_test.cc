@@ -218,7 +218,8 @@ TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
 }
 
 TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
-  const ModelConfig c = TinyConfig("SS", 16, 12);
+  ModelConfig c = TinyConfig("SS", 16, 12);
+  c.untrained_heads = {"long_answer", "answer_type"};  // as tools/import_hf.py leaves them
   const auto dir = std::filesystem::temp_directory_path() / "longqa_trainer_checkpoint_test";
   std::filesystem::remove_all(dir);
   // The folder the tokenizer is copied from: any file stands in for spm.model here.
@@ -252,6 +253,8 @@ TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
   EXPECT_EQ(state.step, 2);
   EXPECT_EQ(state.examples_seen, 6);
   EXPECT_TRUE(std::filesystem::exists(dir / kSentencePieceFile));
+  // Two steps trained every head: the saved config stops calling them untrained.
+  EXPECT_TRUE(LoadModelConfig((dir / "config.json").string())->untrained_heads.empty());
   TensorMap resumed = *LoadWeights(dir.string() + "/model.safetensors", c);
   AdamW resumed_adam(params_of(resumed), {});
   const auto file = *SafetensorsFile::Open(dir.string() + "/optimizer.safetensors");

@@ -1,0 +1,75 @@
+"""tools/ship_model.py: a checkpoint becomes a servable half-precision folder whose config carries
+the calibrated null threshold, and the server answers from it as from the fp32 folder."""
+import json
+import os
+import subprocess
+import sys
+
+import torch
+from safetensors import safe_open
+from transformers import BertConfig, BertForQuestionAnswering
+
+from longqa_process import start_server
+from test_import_hf import BERT_SPECIALS, BUILD, SOURCE, TINY, import_model, perturb, write_tokenizer
+
+SHIP = os.path.join(SOURCE, "tools", "ship_model.py")
+CLI = os.path.join(BUILD, "client", "longqa")
+
+
+def ask(port, document_path, *extra):
+    out = subprocess.run([CLI, "ask", f"--target=127.0.0.1:{port}", "--question", "w20 w21 w22",
+                          f"--file={document_path}", "--json", *extra],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_path):
+    config = BertConfig(vocab_size=1003, max_position_embeddings=160, **TINY)
+    model = BertForQuestionAnswering(config)
+    perturb(model, 5)
+    hf_dir, fp32_dir, fp16_dir = tmp_path / "hf", tmp_path / "fp32", tmp_path / "fp16"
+    model.save_pretrained(hf_dir, safe_serialization=True)
+    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    import_model(str(hf_dir), str(fp32_dir), "--max_question_tokens=16", "--window_tokens=64",
+                 "--stride_tokens=48")
+    (fp32_dir / "optimizer.safetensors").write_bytes(b"left behind")  # as a checkpoint has
+    subprocess.run([sys.executable, SHIP, str(fp32_dir), str(fp16_dir), "--null_threshold=0.5"],
+                   check=True, capture_output=True, text=True)
+
+    assert sorted(os.listdir(fp16_dir)) == ["config.json", "model.safetensors", "tokenizer.json"]
+    shipped = json.loads((fp16_dir / "config.json").read_text())
+    assert shipped["null_threshold"] == 0.5
+    assert shipped["layers"] == json.loads((fp32_dir / "config.json").read_text())["layers"]
+    with safe_open(str(fp16_dir / "model.safetensors"), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
+    ratio = (fp16_dir / "model.safetensors").stat().st_size / (
+        fp32_dir / "model.safetensors").stat().st_size
+    assert 0.45 < ratio < 0.55, ratio
+
+    document = tmp_path / "doc.txt"
+    words = [f"w{i}" for i in range(10, 400)]
+    document.write_text("\n\n".join(" ".join(words[p * 30:(p + 1) * 30]) for p in range(12)))
+    servers = [start_server(str(d)) for d in (fp32_dir, fp16_dir)]
+    try:
+        (_, port32, _, _), (_, port16, _, _) = servers
+        info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port16}"], check=True,
+                              capture_output=True, text=True).stdout
+        assert "default null threshold: 0.5" in info, info
+        full = ask(port32, document, "--null_threshold=0")
+        half = ask(port16, document, "--null_threshold=0")
+        # Weights rounded to 11 significant bits; the arithmetic stays fp32.
+        for key in ("noAnswerScore", "bestAnswerScore"):
+            assert abs(full.get(key, 0.0) - half.get(key, 0.0)) < 2e-2, (key, full, half)
+        assert full.get("longAnswer", {}).get("byteBegin") == half.get("longAnswer", {}).get(
+            "byteBegin")
+        # No threshold in the request: the folder's 0.5 decides.
+        default = ask(port16, document)
+        margin = default.get("bestAnswerScore", 0.0) - default.get("noAnswerScore", 0.0)
+        is_null = default.get("answerType", "ANSWER_TYPE_NO_ANSWER") == "ANSWER_TYPE_NO_ANSWER"
+        assert is_null == (margin <= 0.5), default
+        forced = ask(port16, document, f"--null_threshold={-margin - 1}")
+        assert forced.get("answerType") != "ANSWER_TYPE_NO_ANSWER", forced
+    finally:
+        for proc, *_ in servers:
+            proc.terminate()
+            proc.wait()

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Makes a servable model folder out of a training checkpoint: what the server reads and nothing
+else, weights stored in half precision, and the null threshold chosen on dev.
+
+    tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
+
+Copies config.json (with `null_threshold` set when given: the value `longqa eval
+--calibrate_null` printed on a dev split), the tokenizer file config.json names, and
+model.safetensors with every floating-point tensor cast to --dtype (default f16: half the bytes;
+the server computes in fp32 either way, docs/model-format.md). Optimizer moments, trainer state
+and logs stay behind.
+
+Python here is a tool, never the server. Needs torch and safetensors.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+
+import torch
+from safetensors.torch import load_file, save_file
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("out")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="f16")
+    parser.add_argument("--null_threshold", type=float)
+    args = parser.parse_args(argv)
+
+    with open(os.path.join(args.checkpoint, "config.json")) as f:
+        config = json.load(f)
+    if args.null_threshold is not None:
+        if not math.isfinite(args.null_threshold):
+            parser.error("--null_threshold must be finite")
+        config["null_threshold"] = args.null_threshold
+    tokenizer = config.get("tokenizer", "spm.model")
+
+    weights = load_file(os.path.join(args.checkpoint, "model.safetensors"))
+    dtype = DTYPES[args.dtype]
+    cast = {name: (t.to(dtype) if t.is_floating_point() else t).contiguous()
+            for name, t in weights.items()}
+    # fp16 holds magnitudes up to 65504; a weight beyond it would become inf.
+    for name, t in cast.items():
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            sys.exit(f"ship_model: {name} does not fit in {args.dtype}")
+
+    os.makedirs(args.out, exist_ok=True)
+    save_file(cast, os.path.join(args.out, "model.safetensors"))
+    shutil.copyfile(os.path.join(args.checkpoint, tokenizer), os.path.join(args.out, tokenizer))
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
+    print(f"{args.out}: {len(cast)} tensors, {size / 1e6:.1f} MB ({args.dtype})"
+          + (f", null_threshold {args.null_threshold:g}" if args.null_threshold is not None else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
