@@ -55,7 +55,8 @@ std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
 absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
                                                    std::string_view text,
                                                    const std::vector<ByteRange>& paragraphs,
-                                                   const SpecialTokens& special) {
+                                                   const SpecialTokens& special,
+                                                   int64_t max_tokens) {
   TokenizedDocument doc;
   std::vector<Piece> pieces;
   std::string error;
@@ -76,6 +77,12 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
       doc.ids.push_back(piece.id);
       doc.spans.emplace_back(begin + piece.byte_begin, begin + piece.byte_end);
       doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    }
+    if (static_cast<int64_t>(doc.ids.size()) > max_tokens) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("document has more than ", max_tokens, " tokens (", doc.ids.size(),
+                       " in its first ", p + 1, " of ", paragraphs.size(),
+                       " paragraphs); this server accepts at most ", max_tokens));
     }
   }
   return doc;

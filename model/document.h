@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,11 +34,12 @@ struct TokenizedDocument {
   std::vector<int64_t> paragraph_token;    // per paragraph: index of its paragraph token
 };
 
-// Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`.
-absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
-                                                   std::string_view text,
-                                                   const std::vector<ByteRange>& paragraphs,
-                                                   const SpecialTokens& special);
+// Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`. Stops with
+// RESOURCE_EXHAUSTED as soon as the tokens so far exceed max_tokens: a document over the limit
+// costs the server the paragraphs up to the limit, not the whole document.
+absl::StatusOr<TokenizedDocument> TokenizeDocument(
+    const Tokenizer& tokenizer, std::string_view text, const std::vector<ByteRange>& paragraphs,
+    const SpecialTokens& special, int64_t max_tokens = std::numeric_limits<int64_t>::max());
 
 // True when `text` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool IsValidUtf8(std::string_view text);

@@ -86,7 +86,8 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
   model_ = std::make_unique<QaModel>(config_, weights_);
 }
 
-absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
+absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,
+                                                int64_t max_document_tokens) const {
   if (request.question.empty()) return absl::InvalidArgumentError("question is empty");
   if (!IsValidUtf8(request.question)) {
     return absl::InvalidArgumentError("question is not valid UTF-8");
@@ -110,8 +111,9 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request) const {
   prepared.question_ids.push_back(config_.special.cls);
   for (const Piece& p : pieces) prepared.question_ids.push_back(p.id);
   prepared.question_ids.push_back(config_.special.sep);
-  LONGQA_ASSIGN_OR_RETURN(prepared.document, TokenizeDocument(*tokenizer_, request.text,
-                                                              request.paragraphs, config_.special));
+  LONGQA_ASSIGN_OR_RETURN(prepared.document,
+                          TokenizeDocument(*tokenizer_, request.text, request.paragraphs,
+                                           config_.special, max_document_tokens));
   prepared.request = std::move(request);
   return prepared;
 }

@@ -7,6 +7,7 @@
 // threads call Run concurrently); weights are only read, and each Run builds its own tensors.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,7 +53,10 @@ class Engine {
 
   // Validates and tokenizes. INVALID_ARGUMENT for an empty question, invalid UTF-8 or a document
   // without any paragraph. Questions longer than max_question_tokens are truncated (reported).
-  absl::StatusOr<PreparedRequest> Prepare(QaRequest request) const;
+  // RESOURCE_EXHAUSTED for a document of more than max_document_tokens tokens, found out
+  // paragraph by paragraph (tokenizing stops there).
+  absl::StatusOr<PreparedRequest> Prepare(
+      QaRequest request, int64_t max_document_tokens = std::numeric_limits<int64_t>::max()) const;
 
   // Where a batch's time went, in seconds.
   struct BatchTiming {

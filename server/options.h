@@ -33,6 +33,14 @@ struct ServerOptions {
   std::string log_level = "info";  // error, warning, info
 };
 
+// gRPC's receive limit: twice --max_document_bytes plus 1 MiB, so that a document over the byte
+// limit sent in an AnswerStream gets its own RESOURCE_EXHAUSTED response and the stream goes on.
+// Only a message beyond this ends the stream (gRPC's RESOURCE_EXHAUSTED, before the server sees
+// it).
+inline int64_t ReceiveLimitBytes(int64_t max_document_bytes) {
+  return 2 * max_document_bytes + (1 << 20);
+}
+
 // The served model's name: the last component of --model_dir ("models/demo/" → "demo").
 std::string ModelName(const std::string& model_dir);
 

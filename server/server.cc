@@ -101,8 +101,8 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &s->grpc_port_);
   builder.RegisterService(s->service_.get());
-  builder.SetMaxReceiveMessageSize(static_cast<int>(
-      std::min<int64_t>(options.max_document_bytes + (1 << 20), std::numeric_limits<int>::max())));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(
+      ReceiveLimitBytes(options.max_document_bytes), std::numeric_limits<int>::max())));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->grpc_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

@@ -78,16 +78,11 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
   }
   auto qa_request = ToQaRequest(request, options_.max_document_bytes);
   if (!qa_request.ok()) return fail(ToGrpcStatus(qa_request.status()));
-  auto prepared = engine_.Prepare(std::move(*qa_request));
+  // Over --max_document_tokens: refused once the paragraphs tokenized so far pass the limit.
+  auto prepared = engine_.Prepare(std::move(*qa_request), options_.max_document_tokens);
   if (!prepared.ok()) return fail(ToGrpcStatus(prepared.status()));
   const double tokenize_seconds = SecondsSince(start);
   const int64_t doc_tokens = static_cast<int64_t>(prepared->document.ids.size());
-  if (doc_tokens > options_.max_document_tokens) {
-    return fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                             "document has " + std::to_string(doc_tokens) +
-                                 " tokens; this server accepts at most " +
-                                 std::to_string(options_.max_document_tokens)));
-  }
   if (prepared->question_truncated && options_.reject_long_questions) {
     return fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "question is longer than " +
@@ -132,15 +127,43 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
 }
 
 grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context,
-                                            const v1::AnswerRequest* request,
-                                            v1::AnswerResponse* response) {
+                                            const grpc::ByteBuffer* request_bytes,
+                                            grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Process(context, *request, "Answer",
-          [reactor, response](grpc::Status status, v1::AnswerResponse answer) {
-            if (status.ok()) *response = std::move(answer);
+  v1::AnswerRequest request;
+  if (grpc::Status parsed = ParseRequest(*request_bytes, &request); !parsed.ok()) {
+    grpc::Status status = CheckAuth(context);  // strangers learn nothing about the bytes
+    if (status.ok()) status = parsed;
+    metrics_->RecordRequest("Answer", StatusCodeName(status.error_code()), 0);
+    reactor->Finish(status);
+    return reactor;
+  }
+  Process(context, request, "Answer",
+          [reactor, response_bytes](grpc::Status status, v1::AnswerResponse answer) {
+            if (status.ok()) {
+              grpc::Slice slice(answer.SerializeAsString());
+              *response_bytes = grpc::ByteBuffer(&slice, 1);
+            }
             reactor->Finish(status);
           });
   return reactor;
+}
+
+grpc::Status ParseRequest(const grpc::ByteBuffer& bytes, v1::AnswerRequest* request) {
+  std::vector<grpc::Slice> slices;
+  bool ok = bytes.Dump(&slices).ok();
+  if (ok && slices.size() == 1) {
+    ok = request->ParseFromArray(slices[0].begin(), static_cast<int>(slices[0].size()));
+  } else if (ok) {
+    std::string joined;
+    joined.reserve(bytes.Length());
+    for (const grpc::Slice& s : slices) joined.append(s.begin(), s.end());
+    ok = request->ParseFromString(joined);
+  }
+  if (ok) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      "the request's " + std::to_string(bytes.Length()) +
+                          " bytes are not a longqa.v1.AnswerRequest protobuf message");
 }
 
 namespace {

@@ -18,15 +18,18 @@
 
 namespace longqa {
 
-class QaService final : public v1::QuestionAnswering::CallbackService {
+// Answer is a raw method (bytes in, bytes out) so that the service parses the request itself:
+// for bytes that are no AnswerRequest gRPC would answer UNIMPLEMENTED with an empty message.
+class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answer<
+                            v1::QuestionAnswering::CallbackService> {
  public:
   // auth_token: empty for no token auth.
   QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metrics,
             const ServerOptions& options, std::string auth_token);
 
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
-                                   const v1::AnswerRequest* request,
-                                   v1::AnswerResponse* response) override;
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<v1::AnswerRequest, v1::AnswerResponse>* AnswerStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
@@ -53,6 +56,8 @@ class QaService final : public v1::QuestionAnswering::CallbackService {
   std::atomic<uint64_t> request_counter_{0};
 };
 
+// Parses a raw Answer request; INVALID_ARGUMENT saying so when the bytes are no AnswerRequest.
+grpc::Status ParseRequest(const grpc::ByteBuffer& bytes, v1::AnswerRequest* request);
 // "OK", "INVALID_ARGUMENT", ...: the metrics label of a status code.
 std::string StatusCodeName(grpc::StatusCode code);
 grpc::Status ToGrpcStatus(const absl::Status& status);

@@ -1,6 +1,7 @@
 // longqa-server as a real process on 127.0.0.1, driven by real gRPC clients: answers equal the
 // in-process engine's, every error path gets its status code and the server keeps serving,
 // streaming, batching under concurrency, graceful drain on SIGTERM, token auth, TLS and mTLS.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -270,6 +271,9 @@ TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
     v1::AnswerRequest r = Request("kalo", Document(1 + i % 3, 10 + i));
     r.set_request_id("req-" + std::to_string(i));
     if (i == 5) r.set_question("");  // a bad one: answered with an error, the stream goes on
+    // Over --max_document_bytes (200,000) but under the receive limit (ReceiveLimitBytes): its
+    // own RESOURCE_EXHAUSTED, the stream goes on.
+    if (i == 6) r.mutable_document()->set_text(std::string(300000, 'a'));
     ASSERT_TRUE(stream->Write(r));
   }
   stream->WritesDone();
@@ -279,6 +283,10 @@ TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
     ids.insert(response.request_id());
     if (response.request_id() == "req-5") {
       EXPECT_EQ(response.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    } else if (response.request_id() == "req-6") {
+      EXPECT_EQ(response.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+      EXPECT_NE(response.error().message().find("at most 200000"), std::string::npos)
+          << response.error().message();
     } else {
       EXPECT_EQ(response.error().code(), 0) << response.error().message();
       EXPECT_GT(response.usage().document_tokens(), 0u);
@@ -286,6 +294,39 @@ TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
   }
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(ids.size(), 8u);
+
+  // Beyond the receive limit, gRPC itself ends the stream: RESOURCE_EXHAUSTED (documented).
+  grpc::ClientContext too_big_context;
+  auto too_big = stub->AnswerStream(&too_big_context);
+  v1::AnswerRequest huge = Request("kalo", std::string(ReceiveLimitBytes(200000) + 10, 'a'));
+  too_big->Write(huge);
+  too_big->WritesDone();
+  while (too_big->Read(&response)) {
+  }
+  EXPECT_EQ(too_big->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST_F(ServerTest, BytesThatAreNoAnswerRequestGetAClearStatus) {
+  // Answer is a raw method: the service parses the bytes itself and says what is wrong (gRPC
+  // alone would answer UNIMPLEMENTED with an empty message); the server keeps serving.
+  auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  const std::string garbage = "\xff\xff\xff\xff\x0f not a protobuf";
+  grpc::Slice slice(garbage);
+  const grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer reply;
+  grpc::ClientContext context;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, "/longqa.v1.QuestionAnswering/Answer", grpc::StubOptions(), &request,
+                    &reply, [&](grpc::Status s) { done.set_value(s); });
+  const grpc::Status status = done.get_future().get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "the request's " + std::to_string(garbage.size()) +
+                " bytes are not a longqa.v1.AnswerRequest protobuf message");
+  auto stub = Stub(server_->address());
+  v1::AnswerResponse r;
+  EXPECT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &r).ok());
 }
 
 TEST_F(ServerTest, ConcurrentClientsShareBatches) {

@@ -43,6 +43,27 @@ std::string Document(int paragraphs, int words, int seed) {
   return text;
 }
 
+TEST(EngineTest, DocumentOverTheTokenLimitIsRefusedBeforeItIsAllTokenized) {
+  const ModelConfig c = TinyConfig("SCS", 24, 16, 4);
+  const auto engine = MakeEngine(c, SpreadWeights(c, 3));
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = Document(50, 12, 7);
+  const auto whole = engine->Prepare(r);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  const int64_t total = static_cast<int64_t>(whole->document.ids.size());
+  EXPECT_TRUE(engine->Prepare(r, total).ok());  // exactly at the limit
+  // The first three paragraphs' tokens (the fourth paragraph token starts right after them).
+  const int64_t three = whole->document.paragraph_token[3];
+  const auto refused = engine->Prepare(r, three);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(refused.status().message());
+  // Tokenizing stopped after the fourth of 50 paragraphs.
+  EXPECT_NE(message.find("more than " + std::to_string(three) + " tokens"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("first 4 of 50 paragraphs"), std::string::npos) << message;
+}
+
 TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {
   const ModelConfig c = TinyConfig("SCS", 24, 16, 4);
   const auto engine = MakeEngine(c, SpreadWeights(c, 3));
