@@ -40,6 +40,13 @@ absl::Status MetricsEndpoint::Start(const std::string& address) {
   if (!host_port.ok()) return host_port.status();
   const auto& [host, port] = *host_port;
   http_ = std::make_unique<httplib::Server>();
+  // A connection holds a worker while it is open: with httplib's defaults (8 workers here, 5 s
+  // read and keep-alive timeouts) about 20 idle connections kept a scrape waiting 9.5 s. More
+  // workers and short timeouts bound what idle or slow clients can hold up.
+  http_->new_task_queue = [] { return new httplib::ThreadPool(kMetricsWorkers); };
+  http_->set_read_timeout(kMetricsIdleTimeoutSeconds);
+  http_->set_write_timeout(kMetricsIdleTimeoutSeconds);
+  http_->set_keep_alive_timeout(kMetricsIdleTimeoutSeconds);
   http_->Get("/metrics", [registry = registry_, before = before_scrape_](const httplib::Request&,
                                                                          httplib::Response& res) {
     if (before) before();

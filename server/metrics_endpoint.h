@@ -22,6 +22,10 @@ class Registry;
 
 namespace longqa {
 
+// Connections served at once, and how long one may sit idle (or stall a read or write).
+inline constexpr int kMetricsWorkers = 64;
+inline constexpr int kMetricsIdleTimeoutSeconds = 2;
+
 class MetricsEndpoint {
  public:
   // `before_scrape`, when set, runs before each page is built (to refresh OS-read gauges).

@@ -3,16 +3,24 @@
 // the Prometheus text page over HTTP, all started, used and stopped in one test binary.
 // (Debian's prebuilt sentencepiece crashed such a process at start-up; docs/environment.md.)
 #include <ATen/ATen.h>
+#include <arpa/inet.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "model/tokenizers/sentencepiece_tokenizer.h"
@@ -108,6 +116,38 @@ TEST(ProcessSmokeTest, SentencePieceTorchGrpcAndMetricsInOneProcess) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
   std::filesystem::remove_all(dir);
+}
+
+TEST(MetricsEndpointTest, IdleConnectionsDoNotHoldUpAScrape) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildCounter().Name("longqa_test_total").Help("t").Register(*registry).Add({});
+  MetricsEndpoint metrics(registry);
+  ASSERT_TRUE(metrics.Start("127.0.0.1:0").ok());
+  // 24 connections that never send a byte (before: 8 workers, each held 5 s by one of them).
+  std::vector<int> idle;
+  for (int i = 0; i < 24; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(metrics.port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all accepted by now
+  httplib::Client http("127.0.0.1", metrics.port());
+  // Shorter than the old 5 s hold, longer than any scrape of an unloaded endpoint.
+  http.set_read_timeout(3, 0);
+  http.set_connection_timeout(3, 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto page = http.Get("/metrics");
+  std::printf(
+      "scrape beside 24 idle connections: %.1f ms\n",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  ASSERT_TRUE(page) << "scrape failed: " << httplib::to_string(page.error());
+  EXPECT_NE(page->body.find("longqa_test_total"), std::string::npos);
+  for (int fd : idle) ::close(fd);
+  metrics.Stop();
 }
 
 TEST(MetricsEndpointTest, RejectsBadAddresses) {
