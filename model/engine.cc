@@ -3,13 +3,12 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <atomic>
 #include <chrono>
-#include <iostream>
 #include <new>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/rate_limited_log.h"
 #include "base/status_macros.h"
 #include "model/format/model_folder.h"
 
@@ -21,18 +20,9 @@ namespace {
 absl::Status ModelFailure(const std::exception& e, size_t batch_size) {
   const bool out_of_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
                              dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
-  static std::atomic<int64_t> last_logged_second{-1};
-  static std::atomic<int64_t> suppressed{0};
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t last = last_logged_second.load();
-  if (now != last && last_logged_second.compare_exchange_strong(last, now)) {
-    std::cerr << "longqa: model failed on a batch of " << batch_size << " request(s) ("
-              << suppressed.exchange(0) << " earlier failures not logged): " << e.what() << "\n";
-  } else {
-    ++suppressed;
-  }
+  static RateLimitedLog log;
+  log.Write(
+      absl::StrCat("longqa: model failed on a batch of ", batch_size, " request(s): ", e.what()));
   if (out_of_memory) {
     return absl::ResourceExhaustedError(
         "out of memory while the model ran on this batch; retry later or send a shorter document");

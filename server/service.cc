@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 
+#include "base/rate_limited_log.h"
 #include "base/version.h"
 #include "server/convert.h"
 
@@ -96,13 +97,20 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
   item->deadline = context->deadline();
   item->is_cancelled = [context] { return context->IsCancelled(); };
   item->caller = CallerOf(context->peer());
-  const std::string request_id = request.request_id();
+  const std::string request_id = request.request_id();  // set by Answer / AnswerStream
   const bool include_timing = request.options().include_timing();
   item->done = [this, start, tokenize_seconds, request_id, include_timing, method, done,
                 raw = item.get()](absl::StatusOr<QaAnswer> answer, const WorkTiming& timing) {
     metrics_->AddInFlight(-1);
     if (!answer.ok()) {
       const grpc::Status status = ToGrpcStatus(answer.status());
+      if (status.error_code() == grpc::StatusCode::INTERNAL ||
+          status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        // The server's own faults, under the id the caller got: a report can be matched here.
+        static RateLimitedLog log;
+        log.Write("longqa: request " + request_id + ": " + StatusCodeName(status.error_code()) +
+                  ": " + status.error_message());
+      }
       metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start));
       done(status, v1::AnswerResponse());
       return;
@@ -131,7 +139,11 @@ grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context
                                             grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   v1::AnswerRequest request;
-  if (grpc::Status parsed = ParseRequest(*request_bytes, &request); !parsed.ok()) {
+  const grpc::Status parsed = ParseRequest(*request_bytes, &request);
+  // Every call's id reaches the caller, errors included: the one the log names it by.
+  if (request.request_id().empty()) request.set_request_id(NextRequestId());
+  context->AddTrailingMetadata(kRequestIdMetadata, request.request_id());
+  if (!parsed.ok()) {
     grpc::Status status = CheckAuth(context);  // strangers learn nothing about the bytes
     if (status.ok()) status = parsed;
     metrics_->RecordRequest("Answer", StatusCodeName(status.error_code()), 0);

@@ -56,6 +56,10 @@ class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answ
   std::atomic<uint64_t> request_counter_{0};
 };
 
+// The trailing metadata key that carries a unary Answer call's request id (the caller's, or the
+// "srv-<n>" the server assigned).
+inline constexpr char kRequestIdMetadata[] = "longqa-request-id";
+
 // Parses a raw Answer request; INVALID_ARGUMENT saying so when the bytes are no AnswerRequest.
 grpc::Status ParseRequest(const grpc::ByteBuffer& bytes, v1::AnswerRequest* request);
 // "OK", "INVALID_ARGUMENT", ...: the metrics label of a status code.

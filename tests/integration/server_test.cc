@@ -329,6 +329,28 @@ TEST_F(ServerTest, BytesThatAreNoAnswerRequestGetAClearStatus) {
   EXPECT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &r).ok());
 }
 
+TEST_F(ServerTest, EveryAnswerCallGetsItsRequestIdInTrailingMetadata) {
+  auto stub = Stub(server_->address());
+  auto id_of = [&](const v1::AnswerRequest& request, grpc::StatusCode want) {
+    grpc::ClientContext context;
+    v1::AnswerResponse response;
+    EXPECT_EQ(stub->Answer(&context, request, &response).error_code(), want);
+    const auto& trailing = context.GetServerTrailingMetadata();
+    const auto it = trailing.find(kRequestIdMetadata);
+    return it == trailing.end() ? std::string("(none)")
+                                : std::string(it->second.data(), it->second.size());
+  };
+  v1::AnswerRequest named = Request("kalo", Document(2, 10));
+  named.set_request_id("mine-7");
+  EXPECT_EQ(id_of(named, grpc::StatusCode::OK), "mine-7");
+  const std::string assigned = id_of(Request("kalo", Document(2, 10)), grpc::StatusCode::OK);
+  EXPECT_EQ(assigned.rfind("srv-", 0), 0u) << assigned;
+  // Errors carry it too: that is when a caller needs it to report the failure.
+  const std::string failed = id_of(Request("", "text"), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(failed.rfind("srv-", 0), 0u) << failed;
+  EXPECT_NE(failed, assigned);
+}
+
 TEST_F(ServerTest, ConcurrentClientsShareBatches) {
   const std::string page_before = Scrape(server_->metrics_port());
   const double batches_before = Sample(page_before, "longqa_batch_size_requests_count");
