@@ -3,6 +3,7 @@
 "kind": long answer right (the gold paragraph; for unanswerable: no answer), answer right (also
 the exact short span or yes/no), and how often each kind is answered null. Complements the NQ
 P/R/F1 that `longqa eval --group_by kind` prints, which cannot score unanswerable questions.
+Gold lines with a "phrasing" field add rows for seen and held-out question phrasings.
 
 Usage: tools/demo_report.py GOLD.jsonl NAME=PREDICTIONS.json...   (prints a Markdown table)
 """
@@ -36,13 +37,16 @@ def main():
                 answer_right = long_right and p.get("yes_no_answer") == g["yes_no_answer"]
             else:
                 answer_right = long_right and p_short[:1] == g_short[:1]
-            for kind in ("all", g.get("kind", "-")):
+            groups = ["all", g.get("kind", "-")]
+            if "phrasing" in g:  # seen or held-out question templates (tools/make_dataset.py)
+                groups.append(f"phrasing {g['phrasing']}")
+            for kind in groups:
                 s = stats[kind]
                 s[0] += 1
                 s[1] += long_right
                 s[2] += answer_right
                 s[3] += p_long is None
-        for kind in sorted(stats, key=lambda k: (k != "all", k)):
+        for kind in sorted(stats, key=lambda k: (k != "all", k.startswith("phrasing"), k)):
             n, lr, ar, null = stats[kind]
             print(f"| {name} | {kind} | {n} | {lr / n:.2f} | {ar / n:.2f} | {null / n:.2f} |")
 

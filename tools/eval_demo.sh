@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scores trained model folders on a gold split through the real path: a longqa-server per model
 # and `longqa eval --group_by kind` (NQ long/short P/R/F1 per question kind).
-# Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS)
+# Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS, and EVAL_FLAGS:
+# more `longqa eval` flags, e.g. --calibrate_null)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -22,6 +23,7 @@ for model in "$@"; do
   [ -n "$port" ] || { echo "server for $model did not start; see $log" >&2; kill "$pid"; exit 1; }
   echo "== $name on $(basename "$gold")" | tee "$out/$name.txt"
   "$BUILD/client/longqa" eval --target="127.0.0.1:$port" --gold="$gold" --group_by=kind \
-    --concurrency=2 --no_progress --output="$out/$name.predictions.json" | tee -a "$out/$name.txt"
+    --concurrency=2 --no_progress --output="$out/$name.predictions.json" ${EVAL_FLAGS:-} |
+    tee -a "$out/$name.txt"
   kill "$pid"; wait "$pid" || true
 done

@@ -163,7 +163,7 @@ def convert(args):
     if architecture == "etc":
         config["etc"] = {"radius": args.etc_radius, "relative_clip": args.etc_relative_clip,
                          "positions": args.etc_positions}
-        if args.etc_positions == "paragraph":
+        if args.etc_positions != "none":
             config["max_position_embeddings"] = max_positions
     else:
         config["max_position_embeddings"] = max_positions
@@ -200,7 +200,8 @@ def main():
                    help="vocabulary piece that starts every paragraph (the long-answer token)")
     p.add_argument("--etc_radius", type=int, default=84)
     p.add_argument("--etc_relative_clip", type=int, default=12)
-    p.add_argument("--etc_positions", choices=["paragraph", "none"], default="paragraph",
+    p.add_argument("--etc_positions", choices=["document", "paragraph", "none"],
+                   default="paragraph",
                    help="absolute positions an ETC lift keeps (see above)")
     p.add_argument("--seed", type=int, default=1, help="seed of the new heads' initialisation")
     convert(p.parse_args())

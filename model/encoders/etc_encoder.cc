@@ -148,7 +148,7 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   out.global_begin.assign(inputs.size() + 1, 0);
   out.long_begin.assign(inputs.size() + 1, 0);
   std::vector<int64_t> global_ids, long_ids, long_match, global_positions, long_positions;
-  const bool positions = config_.etc.positions == "paragraph";
+  const bool positions = config_.etc.positions != "none";
   std::vector<RequestTables> tables(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EtcInput& in = inputs[i];

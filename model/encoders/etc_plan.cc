@@ -38,7 +38,7 @@ EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& que
   int64_t num_segments = 0;
   const std::vector<int64_t> segment_of =
       SegmentOfParagraphs(token_paragraph, num_paragraphs, config.etc.max_segments, &num_segments);
-  const bool positions = config.etc.positions == "paragraph";
+  const bool positions = config.etc.positions != "none";
   const int64_t offset = config.position_offset;
   EtcInput in;
   in.global_ids.push_back(config.special.cls);
@@ -61,7 +61,14 @@ EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& que
   in.long_ids = document_ids;
   in.long_segment.reserve(token_paragraph.size());
   for (int64_t p : token_paragraph) in.long_segment.push_back(segment_of[p]);
-  if (positions) {
+  if (config.etc.positions == "document") {
+    // Longformer's tiling: positions run on after the question and wrap around the table.
+    const int64_t first = static_cast<int64_t>(question_pieces.size()) + 2;
+    const int64_t span = config.max_position_embeddings - offset;
+    for (size_t t = 0; t < token_paragraph.size(); ++t) {
+      in.long_positions.push_back(offset + (first + static_cast<int64_t>(t)) % span);
+    }
+  } else if (positions) {
     const int64_t last = config.max_position_embeddings - 1;
     int64_t within = 0;
     for (size_t t = 0; t < token_paragraph.size(); ++t) {

@@ -82,15 +82,16 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
     if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
     if (c.etc.max_segments <= 0) return bad("etc.max_segments", "must be positive");
-    if (c.etc.positions != "none" && c.etc.positions != "paragraph") {
-      return bad("etc.positions", "must be \"none\" or \"paragraph\"");
+    if (c.etc.positions != "none" && c.etc.positions != "paragraph" &&
+        c.etc.positions != "document") {
+      return bad("etc.positions", "must be \"none\", \"paragraph\" or \"document\"");
     }
-    if (c.etc.positions == "paragraph" &&
+    if (c.etc.positions != "none" &&
         c.max_position_embeddings < c.position_offset + c.max_question_tokens + 2) {
       return bad("max_position_embeddings",
                  absl::StrCat("must be at least position_offset + max_question_tokens + 2 = ",
                               c.position_offset + c.max_question_tokens + 2,
-                              " with etc.positions \"paragraph\""));
+                              " with etc.positions \"", c.etc.positions, "\""));
     }
   }
   if (c.max_question_tokens <= 0) return bad("max_question_tokens", "must be positive");

@@ -28,9 +28,11 @@ struct EtcConfig {
   // merged into segments of about equal token counts, so that the global input (and the l2g/g2l
   // work, which grows with it) stays bounded whatever the paragraph count.
   int64_t max_segments = 256;
-  // Absolute positions: "none" (relative labels only, ETC's own scheme) or "paragraph" (each long
-  // token also adds the position embedding of its offset within its paragraph, clipped; globals
-  // count CLS 0, question 1.., segment tokens 0): what a BERT lift keeps of its pretraining.
+  // Absolute positions, what a BERT lift keeps of its pretraining: "none" (relative labels only,
+  // ETC's own scheme), "paragraph" (a long token adds the position embedding of its offset
+  // within its paragraph, clipped) or "document" (long token t continues after CLS, question and
+  // SEP: question + 2 + t, wrapping around the table as Longformer tiles BERT's 512 positions).
+  // Globals: CLS 0, question 1.., segment tokens 0.
   std::string positions = "none";
 };
 

@@ -25,8 +25,8 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
       {absl::StrCat(kAnswerType, ".weight"), {kNumAnswerTypes, d}},
       {absl::StrCat(kAnswerType, ".bias"), {kNumAnswerTypes}},
   };
-  // ETC replaces absolute positions with relative labels, unless it keeps paragraph positions.
-  if (!etc || c.etc.positions == "paragraph")
+  // ETC replaces absolute positions with relative labels, unless it keeps absolute ones too.
+  if (!etc || c.etc.positions != "none")
     shapes["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, d};
   if (c.exact_match_feature) shapes[kExactMatchEmbeddings] = {2, d};
   size_t cluster_layer = 0;

@@ -104,5 +104,16 @@ TEST(EtcPlanTest, ParagraphPositionsRestartAtEachParagraphAndClip) {
   EXPECT_TRUE(SmallInput(SmallEtcConfig(false)).long_positions.empty());
 }
 
+TEST(EtcPlanTest, DocumentPositionsRunOnAfterTheQuestionAndWrap) {
+  ModelConfig c = SmallEtcConfig(false);
+  c.etc.positions = "document";
+  c.position_offset = 2;
+  c.max_position_embeddings = 8;  // rows 2..7: six positions, then the numbering wraps
+  const EtcInput in = MakeEtcInput(c, {7, 8}, {10, 11, 12, 13, 14}, {0, 0, 0, 1, 1}, 2);
+  EXPECT_EQ(in.global_positions, (std::vector<int64_t>{2, 3, 4, 2, 2}));
+  // CLS, two question pieces and SEP take 0..3: the document starts at 4 (row 6), wraps after 5.
+  EXPECT_EQ(in.long_positions, (std::vector<int64_t>{6, 7, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace longqa

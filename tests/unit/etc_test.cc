@@ -59,7 +59,7 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
   ids.insert(ids.end(), in.long_ids.begin(), in.long_ids.end());
   at::Tensor e = W(w, "embeddings.word_embeddings.weight").index_select(0, at::tensor(ids)) +
                  W(w, "embeddings.token_type_embeddings.weight")[0];
-  if (c.etc.positions == "paragraph") {
+  if (c.etc.positions != "none") {  // the values: MakeEtcInput, checked in etc_plan_test
     std::vector<int64_t> positions(in.global_positions.begin(), in.global_positions.end());
     positions.insert(positions.end(), in.long_positions.begin(), in.long_positions.end());
     e += W(w, "embeddings.position_embeddings.weight").index_select(0, at::tensor(positions));
@@ -199,6 +199,8 @@ TEST(EtcTest, ParagraphPositionsAddTheirEmbeddings) {
   const EtcInput in = RandomEtcInput(c, 3, {4, 14, 2}, 15);
   ASSERT_EQ(in.long_positions.size(), in.long_ids.size());
   ExpectEtcMatchesReference(c, {in, RandomEtcInput(c, 1, {6}, 16)}, 29);
+  c.etc.positions = "document";  // 20 long tokens: the numbering wraps past row 11
+  ExpectEtcMatchesReference(c, {RandomEtcInput(c, 3, {4, 14, 2}, 15)}, 31);
 }
 
 TEST(EtcTest, ExactMatchFeatureAddsItsEmbeddingToMatchingLongTokens) {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Turns trained MiniLM variants (tools/train_minilm.sh) into servable models and scores them:
+# the null threshold chosen on the 2k-8k-token dev set (`longqa eval --calibrate_null`), the
+# folder written in fp16 with it (tools/ship_model.py), fp16 checked against fp32 on that dev
+# set, then the test split (8k-32k tokens, held-out names and phrasings) per question kind.
+# Usage: tools/ship_minilm.sh [VARIANT...]   (default: sliding cluster_former etc; env WORK,
+# BUILD, THREADS, TEST_EXAMPLES: how many test examples, default all)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+export BUILD="${BUILD:-$ROOT/build}"
+WORK="${WORK:-$BUILD/minilm-train}"
+PYTHON="$ROOT/.venv/bin/python"
+OUT="$WORK/shipped"
+mkdir -p "$OUT/eval"
+test_gold="$OUT/eval/test.jsonl"
+if [[ -n "${TEST_EXAMPLES:-}" ]]; then
+  head -n "$TEST_EXAMPLES" "$WORK/data/long/test.jsonl" > "$test_gold"
+else
+  cp "$WORK/data/long/test.jsonl" "$test_gold"
+fi
+for v in "${@:-sliding cluster_former etc}"; do
+  for variant in $v; do
+    # 1. The threshold, on dev, with the fp32 checkpoint.
+    EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$WORK/data/mid/dev.jsonl" \
+      "$OUT/eval/dev-fp32" "$WORK/$variant"
+    threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$OUT/eval/dev-fp32/$variant.txt")
+    # 2. The servable folder.
+    "$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$variant" "$OUT/$variant" \
+      --null_threshold "$threshold"
+    # 3. fp16 against fp32 on dev, both at the chosen threshold.
+    "$ROOT/tools/eval_demo.sh" "$WORK/data/mid/dev.jsonl" "$OUT/eval/dev-fp16" "$OUT/$variant"
+    "$PYTHON" - "$OUT/eval/dev-fp32/$variant.predictions.json" \
+      "$OUT/eval/dev-fp16/$variant.predictions.json" <<'PY'
+import json, sys
+a, b = ({p["example_id"]: p for p in json.load(open(f))["predictions"]} for f in sys.argv[1:])
+keys = ("long_answer", "short_answers", "yes_no_answer")
+changed = [i for i in a if any(a[i][k] != b[i][k] for k in keys)]
+print(f"fp16 vs fp32 on dev: {len(changed)} of {len(a)} answers differ {changed[:10]}")
+PY
+    # 4. The test split, per kind.
+    "$ROOT/tools/eval_demo.sh" "$test_gold" "$OUT/eval/test" "$OUT/$variant"
+    "$PYTHON" "$ROOT/tools/demo_report.py" "$test_gold" \
+      "$variant=$OUT/eval/test/$variant.predictions.json" | tee "$OUT/eval/test/$variant.kinds.md"
+  done
+done
