@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <new>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -13,13 +15,13 @@
 #include "model/format/model_folder.h"
 
 namespace longqa {
-namespace {
 
-// A failure's status for the caller: one line, no stack trace, no path. The full text goes to
-// stderr, at most once a second (a burst of failures must not flood the log).
 absl::Status ModelFailure(const std::exception& e, size_t batch_size) {
-  const bool out_of_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
-                             dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+  // LibTorch's CPU allocator reports a failed malloc as a plain c10::Error.
+  const bool out_of_memory =
+      dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
+      dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+      std::string_view(e.what()).find("can't allocate memory") != std::string_view::npos;
   static RateLimitedLog log;
   log.Write(
       absl::StrCat("longqa: model failed on a batch of ", batch_size, " request(s): ", e.what()));
@@ -34,8 +36,6 @@ absl::Status ModelFailure(const std::exception& e, size_t batch_size) {
   first_line = first_line.substr(0, first_line.find('\n')).substr(0, 200);
   return absl::InternalError(absl::StrCat("model failed: ", first_line));
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& dir,
                                                             const EngineOptions& options) {

@@ -41,6 +41,11 @@ struct EngineOptions {
   std::string device = "cpu";  // "cpu" or "cuda[:N]"
 };
 
+// A failure inside the model, as the caller's status: RESOURCE_EXHAUSTED for an allocation
+// failure, else INTERNAL; one line, no stack trace, no path. The full text goes to stderr, at most
+// once a second (a burst of failures must not flood the log).
+absl::Status ModelFailure(const std::exception& e, size_t batch_size);
+
 class Engine {
  public:
   // Loads a model folder (model/format/model_folder.h).

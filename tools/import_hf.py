@@ -15,9 +15,11 @@ Cluster-Former layers (`--layers` with C) load the encoder's weights unchanged: 
 the same position ids. Their centroids start at zero; the command that computes them from a
 corpus (`longqa-centroids`) is printed. `--architecture etc` lifts the weights into ETC: the same
 projections for all four attention pieces, relative-label embeddings new (normal(0, 0.02)); the
-absolute position embeddings stay, numbered within each paragraph (`etc.positions: "paragraph"`),
-unless `--etc_positions none` (ETC's relative labels only: the encoder then loses the positions
-it was pretrained with, and measured on MiniLM it barely learned in 340 steps).
+absolute position embeddings stay, numbered through the document after the question and wrapping
+around the table (`etc.positions: "document"`, Longformer's tiling), or within each paragraph
+(`--etc_positions paragraph`), or dropped (`none`: ETC's relative labels only). Measured on
+MiniLM (docs/demo-model.md): only "document" learned long answers, and faster with one segment
+token (`--etc_max_segments 1`) than with one per paragraph.
 
 Python here is a tool, never the server. Needs torch, safetensors (and transformers only for
 `.bin` checkpoints).
@@ -162,7 +164,7 @@ def convert(args):
     }
     if architecture == "etc":
         config["etc"] = {"radius": args.etc_radius, "relative_clip": args.etc_relative_clip,
-                         "positions": args.etc_positions}
+                         "positions": args.etc_positions, "max_segments": args.etc_max_segments}
         if args.etc_positions != "none":
             config["max_position_embeddings"] = max_positions
     else:
@@ -201,8 +203,10 @@ def main():
     p.add_argument("--etc_radius", type=int, default=84)
     p.add_argument("--etc_relative_clip", type=int, default=12)
     p.add_argument("--etc_positions", choices=["document", "paragraph", "none"],
-                   default="paragraph",
+                   default="document",
                    help="absolute positions an ETC lift keeps (see above)")
+    p.add_argument("--etc_max_segments", type=int, default=256,
+                   help="most segment (global) tokens; consecutive paragraphs merge beyond it")
     p.add_argument("--seed", type=int, default=1, help="seed of the new heads' initialisation")
     convert(p.parse_args())
 

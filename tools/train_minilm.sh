@@ -3,7 +3,8 @@
 # d 384; third_party/minilm, installed by deploy/install-deps.sh), same data, same budget:
 #   sliding         layers SSSSSS (sliding windows only)
 #   cluster_former  layers SSCSSC (two cluster layers, 16 centroids, Algorithm 1 refreshed)
-#   etc             layers EEEEEE (global-local attention lifted from the same weights)
+#   etc             layers EEEEEE (global-local attention lifted from the same weights; positions
+#                   numbered through the document, one segment token: docs/demo-model.md)
 # Windows of 256 tokens, stride 224, questions up to 32 tokens. Data: tools/make_dataset.py in
 # three curriculum stages of document length (s1 220-600, s2 600-2,000, s3 2,000-4,000 target
 # tokens), a periodic dev set of 2,000-8,000 and the dev/test sets of 8,000-32,000 (test: held-out
@@ -41,7 +42,7 @@ init() {  # variant, then import_hf.py flags
 }
 init sliding --layers SSSSSS "${common[@]}"
 init cluster_former --layers SSCSSC --clusters 16 "${common[@]}"
-init etc --architecture etc --max_question_tokens 32
+init etc --architecture etc --max_question_tokens 32 --etc_positions document --etc_max_segments 1
 
 for v in $VARIANTS; do
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/init-$v" --out "$WORK/$v" \

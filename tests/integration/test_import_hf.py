@@ -152,14 +152,15 @@ def test_cluster_and_etc_layouts(tmp_path):
     etc = import_model(str(hf_dir), str(tmp_path / "etc"), "--architecture=etc")
     assert etc["layers"] == "EEEEE" and etc["architecture"] == "etc"
     weights = load_file(str(tmp_path / "etc" / "model.safetensors"))
-    # The lift keeps the pretrained positions, numbered within each paragraph...
-    assert etc["etc"]["positions"] == "paragraph" and etc["max_position_embeddings"] == 160
+    # The lift keeps the pretrained positions, numbered through the document...
+    assert etc["etc"]["positions"] == "document" and etc["max_position_embeddings"] == 160
+    assert etc["etc"]["max_segments"] == 256
     assert weights["embeddings.position_embeddings.weight"].shape == (160, 96)
     assert weights["encoder.layer.0.attention.self.relative_key"].shape == (2 * 12 + 3, 96)
     # ...or drops them for ETC's relative labels only.
     bare = import_model(str(hf_dir), str(tmp_path / "etc_bare"), "--architecture=etc",
-                        "--etc_positions=none")
-    assert bare["etc"]["positions"] == "none"
+                        "--etc_positions=none", "--etc_max_segments=1")
+    assert bare["etc"]["positions"] == "none" and bare["etc"]["max_segments"] == 1
     weights = load_file(str(tmp_path / "etc_bare" / "model.safetensors"))
     assert "embeddings.position_embeddings.weight" not in weights
 

@@ -43,6 +43,28 @@ std::string Document(int paragraphs, int words, int seed) {
   return text;
 }
 
+TEST(EngineTest, AFailedAllocationIsResourceExhaustedInOneLine) {
+  // A real allocation failure: 2^46 floats (256 TiB) is beyond any address space.
+  try {
+    const at::Tensor huge = at::empty({int64_t{1} << 46}, at::kFloat);
+    FAIL() << "allocated " << huge.numel() << " floats";
+  } catch (const std::exception& e) {
+    const absl::Status status = ModelFailure(e, 3);
+    EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status.message();
+    EXPECT_EQ(std::string(status.message()).find('\n'), std::string::npos);
+  }
+  // Any other failure: INTERNAL, its first line only (LibTorch's messages carry a backtrace).
+  try {
+    (void)at::ones({2, 3}).matmul(at::ones({4, 5}));
+    FAIL() << "mismatched shapes multiplied";
+  } catch (const std::exception& e) {
+    const absl::Status status = ModelFailure(e, 1);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+    EXPECT_EQ(std::string(status.message()).find('\n'), std::string::npos) << status.message();
+    EXPECT_EQ(std::string(status.message()).rfind("model failed: ", 0), 0u) << status.message();
+  }
+}
+
 TEST(EngineTest, DocumentOverTheTokenLimitIsRefusedBeforeItIsAllTokenized) {
   const ModelConfig c = TinyConfig("SCS", 24, 16, 4);
   const auto engine = MakeEngine(c, SpreadWeights(c, 3));
