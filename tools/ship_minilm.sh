@@ -4,31 +4,31 @@
 # folder written in fp16 with it (tools/ship_model.py), fp16 checked against fp32 on that dev
 # set, then the test split (8k-32k tokens, held-out names and phrasings) per question kind.
 # Usage: tools/ship_minilm.sh [VARIANT...]   (default: sliding cluster_former etc; env WORK,
-# BUILD, THREADS, TEST_EXAMPLES: how many test examples, default all)
+# BUILD, THREADS, DEV_EXAMPLES / TEST_EXAMPLES: the first N examples of each split, default all;
+# CHECKPOINTS: where the trained variants are, default WORK)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
 WORK="${WORK:-$BUILD/minilm-train}"
 PYTHON="$ROOT/.venv/bin/python"
 OUT="$WORK/shipped"
+CHECKPOINTS="${CHECKPOINTS:-$WORK}"
 mkdir -p "$OUT/eval"
 test_gold="$OUT/eval/test.jsonl"
-if [[ -n "${TEST_EXAMPLES:-}" ]]; then
-  head -n "$TEST_EXAMPLES" "$WORK/data/long/test.jsonl" > "$test_gold"
-else
-  cp "$WORK/data/long/test.jsonl" "$test_gold"
-fi
+dev_gold="$OUT/eval/dev.jsonl"
+head -n "${TEST_EXAMPLES:-1000000}" "$WORK/data/long/test.jsonl" > "$test_gold"
+head -n "${DEV_EXAMPLES:-1000000}" "$WORK/data/mid/dev.jsonl" > "$dev_gold"
 for v in "${@:-sliding cluster_former etc}"; do
   for variant in $v; do
     # 1. The threshold, on dev, with the fp32 checkpoint.
-    EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$WORK/data/mid/dev.jsonl" \
-      "$OUT/eval/dev-fp32" "$WORK/$variant"
+    EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$dev_gold" \
+      "$OUT/eval/dev-fp32" "$CHECKPOINTS/$variant"
     threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$OUT/eval/dev-fp32/$variant.txt")
     # 2. The servable folder.
-    "$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$variant" "$OUT/$variant" \
+    "$PYTHON" "$ROOT/tools/ship_model.py" "$CHECKPOINTS/$variant" "$OUT/$variant" \
       --null_threshold "$threshold"
     # 3. fp16 against fp32 on dev, both at the chosen threshold.
-    "$ROOT/tools/eval_demo.sh" "$WORK/data/mid/dev.jsonl" "$OUT/eval/dev-fp16" "$OUT/$variant"
+    "$ROOT/tools/eval_demo.sh" "$dev_gold" "$OUT/eval/dev-fp16" "$OUT/$variant"
     "$PYTHON" - "$OUT/eval/dev-fp32/$variant.predictions.json" \
       "$OUT/eval/dev-fp16/$variant.predictions.json" <<'PY'
 import json, sys
