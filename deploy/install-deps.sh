@@ -18,6 +18,7 @@ packages=(
   libtorch-dev libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libicu-dev
+  libtcmalloc-minimal4
 )
 if [ "$profile" != image ]; then
   packages+=(

@@ -87,6 +87,16 @@ class ServerProcess {
   }
 
   // The server's peak resident memory so far (VmHWM), in bytes; -1 when unreadable.
+  // True when the process has mapped a file whose path contains `name` (a shared library).
+  bool Maps(const std::string& name) const {
+    std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.find(name) != std::string::npos) return true;
+    }
+    return false;
+  }
+
   int64_t PeakResidentBytes() const {
     std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
