@@ -15,6 +15,16 @@ struct Judged {
   bool correct;
 };
 
+// Precision, recall and F1 from counts of non-null predictions, correct ones and non-null gold.
+PrecisionRecall FromCounts(int64_t predicted, int64_t correct, int64_t gold_non_null) {
+  PrecisionRecall pr;
+  pr.precision = predicted ? static_cast<double>(correct) / predicted : 0;
+  pr.recall = gold_non_null ? static_cast<double>(correct) / gold_non_null : 0;
+  pr.f1 =
+      pr.precision + pr.recall > 0 ? 2 * pr.precision * pr.recall / (pr.precision + pr.recall) : 0;
+  return pr;
+}
+
 PrecisionRecall At(const std::vector<Judged>& judged, int64_t gold_non_null, double threshold) {
   int64_t predicted = 0, correct = 0;
   for (const Judged& j : judged) {
@@ -22,12 +32,8 @@ PrecisionRecall At(const std::vector<Judged>& judged, int64_t gold_non_null, dou
     ++predicted;
     correct += j.correct;
   }
-  PrecisionRecall pr;
+  PrecisionRecall pr = FromCounts(predicted, correct, gold_non_null);
   pr.threshold = threshold;
-  pr.precision = predicted ? static_cast<double>(correct) / predicted : 0;
-  pr.recall = gold_non_null ? static_cast<double>(correct) / gold_non_null : 0;
-  pr.f1 =
-      pr.precision + pr.recall > 0 ? 2 * pr.precision * pr.recall / (pr.precision + pr.recall) : 0;
   return pr;
 }
 
@@ -144,11 +150,6 @@ NullCalibration CalibrateNullThreshold(const std::vector<NqGold>& gold,
     }
     candidates.push_back(sorted.back() + 1);
   }
-  auto f1 = [](int64_t predicted, int64_t correct, int64_t gold_non_null) {
-    const double p = predicted ? static_cast<double>(correct) / predicted : 0;
-    const double r = gold_non_null ? static_cast<double>(correct) / gold_non_null : 0;
-    return p + r > 0 ? 2 * p * r / (p + r) : 0.0;
-  };
   double best_threshold = 0, best_sum = -1;
   for (double t : candidates) {
     int64_t long_predicted = 0, long_correct = 0, short_predicted = 0, short_correct = 0;
@@ -159,8 +160,8 @@ NullCalibration CalibrateNullThreshold(const std::vector<NqGold>& gold,
       short_predicted += e.short_answer.non_null;
       short_correct += e.short_answer.non_null && e.short_answer.correct;
     }
-    const double sum = f1(long_predicted, long_correct, gold_long) +
-                       f1(short_predicted, short_correct, gold_short);
+    const double sum = FromCounts(long_predicted, long_correct, gold_long).f1 +
+                       FromCounts(short_predicted, short_correct, gold_short).f1;
     if (sum > best_sum + 1e-12 ||
         (sum > best_sum - 1e-12 && std::abs(t) < std::abs(best_threshold))) {
       best_sum = sum;

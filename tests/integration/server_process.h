@@ -86,7 +86,6 @@ class ServerProcess {
     return log_;
   }
 
-  // The server's peak resident memory so far (VmHWM), in bytes; -1 when unreadable.
   // True when the process has mapped a file whose path contains `name` (a shared library).
   bool Maps(const std::string& name) const {
     std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
@@ -97,6 +96,7 @@ class ServerProcess {
     return false;
   }
 
+  // The server's peak resident memory so far (VmHWM), in bytes; -1 when unreadable.
   int64_t PeakResidentBytes() const {
     std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
