@@ -25,6 +25,9 @@ Batcher::~Batcher() {
 absl::Status Batcher::Submit(std::unique_ptr<WorkItem> item) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("server is draining; retry on another replica");
+  if (item->is_cancelled && item->is_cancelled()) {
+    return absl::CancelledError("client cancelled before work started");
+  }
   if (queued_tokens_ + item->tokens > options_.max_queue_tokens) {
     return absl::ResourceExhaustedError(absl::StrCat("queue full: ", queued_tokens_,
                                                      " tokens queued, limit ",
@@ -85,12 +88,47 @@ DrainResult Batcher::Drain(std::chrono::milliseconds timeout, std::chrono::milli
   return result;
 }
 
+void Batcher::SweepNow() {
+  std::vector<std::unique_ptr<WorkItem>> dropped;
+  const Clock::WallTime now_wall = clock_->WallNow();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SweepLocked(now_wall, &dropped);
+    if (dropped.empty()) return;
+    running_ += static_cast<int64_t>(dropped.size());  // Drain waits for their answers too
+    metrics_->SetQueue(queued_items_, queued_tokens_);
+  }
+  AnswerDropped(dropped, now_wall, clock_->Now());
+  const int64_t n = static_cast<int64_t>(dropped.size());
+  dropped.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  FinishedLocked(n);
+}
+
+void Batcher::AnswerDropped(std::vector<std::unique_ptr<WorkItem>>& dropped,
+                            Clock::WallTime now_wall, Clock::Time now) {
+  for (auto& item : dropped) {
+    WorkTiming timing;
+    timing.queue_seconds = std::chrono::duration<double>(now - item->enqueued).count();
+    item->done(CallerGone(*item, now_wall, /*ran=*/false), timing);
+  }
+}
+
+void Batcher::FinishedLocked(int64_t n) {
+  running_ -= n;
+  if (running_ == 0) work_cv_.notify_all();  // the engine is idle: a filling batch starts now
+  // (After the drain deadline the queue is empty for good: this also wakes Drain's grace wait.)
+  if (queued_items_ == 0 && running_ == 0) idle_cv_.notify_all();
+}
+
 bool Batcher::IsDead(const WorkItem& item, Clock::WallTime now) const {
   return item.deadline <= now || (item.is_cancelled && item.is_cancelled());
 }
 
 absl::Status Batcher::CallerGone(const WorkItem& item, Clock::WallTime now, bool ran) {
-  const bool expired = item.deadline <= now;
+  // gRPC's deadline timer runs on its own clock: the cancellation it causes may come a few
+  // milliseconds before this clock reaches the deadline. That close, the deadline is the reason.
+  const bool expired = item.deadline <= now + std::chrono::milliseconds(100);
   metrics_->RecordDropped(expired ? "deadline" : "cancelled");
   if (expired) {
     return absl::DeadlineExceededError(ran ? "deadline passed while the model ran"
@@ -205,11 +243,7 @@ void Batcher::WorkerLoop() {
     lock.unlock();
 
     const Clock::Time started = clock_->Now();
-    for (auto& item : dropped) {
-      WorkTiming timing;
-      timing.queue_seconds = std::chrono::duration<double>(started - item->enqueued).count();
-      item->done(CallerGone(*item, now_wall, /*ran=*/false), timing);
-    }
+    AnswerDropped(dropped, now_wall, started);
     if (!batch.empty()) {
       std::vector<const PreparedRequest*> requests;
       for (const auto& item : batch) requests.push_back(&item->prepared);
@@ -244,10 +278,7 @@ void Batcher::WorkerLoop() {
     dropped.clear();
 
     lock.lock();
-    running_ -= taken;
-    if (running_ == 0) work_cv_.notify_all();  // the engine is idle: a filling batch starts now
-    // (After the drain deadline the queue is empty for good: this also wakes Drain's grace wait.)
-    if (queued_items_ == 0 && running_ == 0) idle_cv_.notify_all();
+    FinishedLocked(taken);
   }
 }
 

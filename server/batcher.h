@@ -5,9 +5,10 @@
 //   queue is bounded by tokens, and so is each caller's share of it.
 // - On an idle engine a batch starts at once; while a batch runs, the next one fills until
 //   max_batch_tokens or max_batch_delay_ms after its oldest request, whichever comes first.
-// - Requests whose deadline passed or whose caller cancelled leave the queue whenever a batch is
-//   formed (every queue is swept), and a running batch stops at its next layer once none of its
-//   callers waits any more (StopCheck).
+// - Requests whose deadline passed or whose caller cancelled leave the queue at once when the
+//   service says a caller left (SweepNow, from gRPC's OnCancel) and whenever a batch is formed
+//   (every queue is swept); a running batch stops at its next layer once none of its callers
+//   waits any more (StopCheck).
 // - Drain: stop accepting, answer what was accepted; at the deadline what is left is answered
 //   UNAVAILABLE (the running batch stops at its next layer) and counted.
 // Every accepted request gets exactly one `done` call. The batcher sees the engine only as a
@@ -85,8 +86,14 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   // Queues the item, or refuses it at once: RESOURCE_EXHAUSTED when the queue's token budget or
-  // the caller's share of it is full, UNAVAILABLE while draining. On refusal `done` is not called.
+  // the caller's share of it is full, UNAVAILABLE while draining, CANCELLED when its caller has
+  // already left. On refusal `done` is not called.
   absl::Status Submit(std::unique_ptr<WorkItem> item);
+
+  // A caller left (cancelled, or its deadline passed): every queued item whose caller is gone
+  // leaves the queue now and gets its `done` call (CANCELLED / DEADLINE_EXCEEDED) on this thread,
+  // so its tokens stop counting against the queue's and its caller's budgets.
+  void SweepNow();
 
   // Stops accepting and waits until every accepted item was answered. At the timeout, queued
   // items are answered UNAVAILABLE at once and running batches stop at their next layer (their
@@ -102,6 +109,11 @@ class Batcher {
   };
 
   void WorkerLoop();
+  // Without mu_: answers items that left the queue because their caller is gone.
+  void AnswerDropped(std::vector<std::unique_ptr<WorkItem>>& dropped, Clock::WallTime now_wall,
+                     Clock::Time now);
+  // With mu_ held: `n` items taken out by a worker or a sweep have had their `done` calls.
+  void FinishedLocked(int64_t n);
   // With mu_ held: moves every expired or cancelled item out of the queues into `dead`.
   void SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkItem>>* dead);
   // With mu_ held: takes the next batch by deficit round-robin over the callers.

@@ -18,6 +18,18 @@ double SecondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
+// A unary call's reactor that tells the batcher when its caller leaves (cancel, deadline), so a
+// queued request leaves the queue at once instead of when the next batch forms.
+class AnswerReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit AnswerReactor(Batcher* batcher) : batcher_(batcher) {}
+  void OnCancel() override { batcher_->SweepNow(); }
+  void OnDone() override { delete this; }
+
+ private:
+  Batcher* batcher_;
+};
+
 }  // namespace
 
 std::string StatusCodeName(grpc::StatusCode code) {
@@ -137,7 +149,7 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
 grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer* request_bytes,
                                             grpc::ByteBuffer* response_bytes) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new AnswerReactor(batcher_);
   v1::AnswerRequest request;
   const grpc::Status parsed = ParseRequest(*request_bytes, &request);
   // Every call's id reaches the caller, errors included: the one the log names it by.
@@ -237,6 +249,8 @@ class AnswerStreamReactor final
   }
 
   void OnDone() override { delete this; }
+  // The client left: its queued requests leave the batcher's queue now.
+  void OnCancel() override { service_->batcher()->SweepNow(); }
 
  private:
   // Reactor operations are started outside the lock; deque elements keep their address while

@@ -46,6 +46,7 @@ class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answ
   grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
   std::string NextRequestId() { return "srv-" + std::to_string(++request_counter_); }
   ServerMetrics* metrics() const { return metrics_; }
+  Batcher* batcher() const { return batcher_; }
 
  private:
   const Engine& engine_;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -560,7 +561,8 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
 TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWaiting) {
   // Hostile-clients item 2: requests abandoned (deadline) while the model runs them stop at the
   // next layer instead of holding the engine until they finish.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2"});
+  ServerProcess server(
+      {"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
   v1::AnswerResponse r;
@@ -570,7 +572,7 @@ TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWai
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   grpc::Status status;
-  const v1::AnswerRequest big = Request("kalo", Document(400, 120));
+  const v1::AnswerRequest big = Request("kalo", Document(800, 120));
   const double big_solo = time_call(big, 120000, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_GT(big_solo, 1.0);  // long enough for the comparison below to mean something
@@ -593,6 +595,64 @@ TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWai
   EXPECT_LT(control, big_solo / 2) << "big request alone " << big_solo << " s";
   const std::string page = Scrape(server.metrics_port());
   EXPECT_GE(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
+}
+
+TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
+  // A request queued behind a long batch, whose caller cancels or whose deadline passes, leaves
+  // the queue when gRPC reports it (OnCancel), not when the long batch ends: its tokens stop
+  // counting against the queue and the caller's share at once.
+  ServerProcess server(
+      {"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.address());
+  auto gauge = [&](const std::string& series) {
+    return Sample(Scrape(server.metrics_port()), series);
+  };
+  // Polls the metrics page until `pred` holds (false after 20 s).
+  auto until = [&](const std::function<bool()>& pred) {
+    for (int i = 0; i < 400; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  std::atomic<bool> big_done{false};
+  std::thread big([&] {
+    v1::AnswerResponse r;
+    const grpc::Status s = Call(*stub, Request("kalo", Document(800, 120)), &r, 600000);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    big_done = true;
+  });
+  // Running: accepted and no longer queued.
+  ASSERT_TRUE(until([&] {
+    return gauge("longqa_inflight_requests") == 1 && gauge("longqa_queue_requests") == 0;
+  }));
+  grpc::ClientContext cancelled_context;
+  std::thread cancelled([&] {
+    v1::AnswerResponse r;
+    const grpc::Status s = stub->Answer(&cancelled_context, Request("kalo", Document(2, 10)), &r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
+  });
+  std::thread expiring([&] {
+    v1::AnswerResponse r;
+    const grpc::Status s = Call(*stub, Request("kalo", Document(2, 10)), &r, 700);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  });
+  ASSERT_TRUE(until([&] { return gauge("longqa_queue_requests") == 2; }));
+  cancelled_context.TryCancel();
+  const bool left = until([&] {
+    const std::string page = Scrape(server.metrics_port());
+    return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
+  });
+  const bool big_still_running = !big_done;
+  const std::string page = Scrape(server.metrics_port());
+  cancelled.join();
+  expiring.join();
+  big.join();
+  EXPECT_TRUE(left) << page;
+  ASSERT_TRUE(big_still_running) << "the long request ended first: the test proved nothing";
+  EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1) << page;
+  EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
 }
 
 TEST(ServerHostileTest, CallersAreTheirAddressWithoutThePort) {

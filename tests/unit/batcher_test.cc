@@ -242,9 +242,11 @@ TEST_F(BatcherTest, ExpiredAndCancelledRequestsAreDroppedBeforeCompute) {
   auto expiring = Item("expiring", 10, &out);
   expiring->deadline = clock.WallNow() + milliseconds(5);
   ASSERT_TRUE(batcher.Submit(std::move(expiring)).ok());
+  std::atomic<bool> gone{false};
   auto cancelled = Item("cancelled", 10, &out);
-  cancelled->is_cancelled = [] { return true; };
+  cancelled->is_cancelled = [&] { return gone.load(); };
   ASSERT_TRUE(batcher.Submit(std::move(cancelled)).ok());
+  gone = true;  // the caller leaves while its request waits
   auto patient = Item("patient", 10, &out);
   patient->deadline = clock.WallNow() + milliseconds(500);
   ASSERT_TRUE(batcher.Submit(std::move(patient)).ok());
@@ -411,6 +413,44 @@ TEST_F(BatcherTest, ARunningBatchStopsOnceNoneOfItsCallersWaits) {
   ASSERT_TRUE(out.WaitFor(3));
   EXPECT_EQ(out.Of("first").code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(out.Of("second").code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(BatcherTest, SweepNowAnswersAQueuedRequestWhoseCallerLeftWithoutWaitingForABatch) {
+  BatcherOptions o = Options(1, 100, 50, /*max_queue_tokens=*/1000);
+  o.max_caller_queue_tokens = 100;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);  // held: no batch forms until the end of the test
+  std::atomic<bool> gone{false};
+  auto leaver = Item("leaver", 60, &out, "a");
+  leaver->is_cancelled = [&] { return gone.load(); };
+  ASSERT_TRUE(batcher.Submit(std::move(leaver)).ok());
+  auto expiring = Item("expiring", 20, &out, "b");
+  expiring->deadline = clock.WallNow() + milliseconds(5);
+  ASSERT_TRUE(batcher.Submit(std::move(expiring)).ok());
+  ASSERT_TRUE(batcher.Submit(Item("stayer", 10, &out, "b")).ok());
+  // Caller a's share is taken by the request it is about to abandon.
+  EXPECT_EQ(batcher.Submit(Item("refused", 60, &out, "a")).code(),
+            absl::StatusCode::kResourceExhausted);
+  gone = true;
+  clock.Advance(milliseconds(10));
+  batcher.SweepNow();
+  // Answered on this thread, while the engine is still busy with the first batch.
+  EXPECT_EQ(out.Of("leaver").code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(out.Of("expiring").code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(out.Answered("stayer"));
+  EXPECT_EQ(engine.batches().size(), 1u);
+  // Its tokens no longer count: the same caller may queue again.
+  ASSERT_TRUE(batcher.Submit(Item("a_again", 60, &out, "a")).ok());
+  // A request whose caller left before it was queued is refused (no `done` call).
+  auto late = Item("late", 10, &out, "c");
+  late->is_cancelled = [] { return true; };
+  EXPECT_EQ(batcher.Submit(std::move(late)).code(), absl::StatusCode::kCancelled);
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(5));
+  EXPECT_TRUE(out.Of("stayer").ok());
+  EXPECT_TRUE(out.Of("a_again").ok());
+  EXPECT_FALSE(out.Answered("late"));
+  EXPECT_FALSE(out.Answered("refused"));
 }
 
 }  // namespace
