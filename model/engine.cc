@@ -13,6 +13,7 @@
 #include "base/rate_limited_log.h"
 #include "base/status_macros.h"
 #include "model/format/model_folder.h"
+#include "model/memory_estimate.h"
 
 namespace longqa {
 
@@ -170,6 +171,14 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
     timing->decode_seconds = std::chrono::duration<double>(Clock::now() - inferred).count();
   }
   return answers;
+}
+
+int64_t Engine::ActivationBytes(const PreparedRequest& prepared) const {
+  RequestShape shape;
+  shape.question_tokens = static_cast<int64_t>(prepared.question_ids.size());
+  shape.document_tokens = static_cast<int64_t>(prepared.document.ids.size());
+  shape.paragraphs = static_cast<int64_t>(prepared.document.paragraph_bytes.size());
+  return EstimateActivationBytes(config_, shape);
 }
 
 absl::StatusOr<QaAnswer> Engine::Answer(QaRequest request) const {

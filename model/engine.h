@@ -77,6 +77,10 @@ class Engine {
                                             BatchTiming* timing = nullptr,
                                             const StopCheck& stop = nullptr) const;
 
+  // The activation memory a prepared request needs while the encoder runs
+  // (model/memory_estimate.h).
+  int64_t ActivationBytes(const PreparedRequest& prepared) const;
+
   // Prepare + Run for one request.
   absl::StatusOr<QaAnswer> Answer(QaRequest request) const;
 

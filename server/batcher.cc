@@ -1,6 +1,7 @@
 #include "server/batcher.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -179,6 +180,10 @@ void Batcher::SweepLocked(Clock::WallTime now, std::vector<std::unique_ptr<WorkI
 std::vector<std::unique_ptr<WorkItem>> Batcher::TakeBatchLocked(int64_t* batch_tokens) {
   std::vector<std::unique_ptr<WorkItem>> batch;
   *batch_tokens = 0;
+  int64_t batch_memory = 0;
+  const int64_t memory_limit = options_.max_batch_memory_bytes > 0
+                                   ? options_.max_batch_memory_bytes
+                                   : std::numeric_limits<int64_t>::max();
   while (!turns_.empty()) {
     const std::string caller = turns_.front();
     turns_.pop_front();
@@ -187,12 +192,15 @@ std::vector<std::unique_ptr<WorkItem>> Batcher::TakeBatchLocked(int64_t* batch_t
     bool full = false;
     while (!queue.items.empty() && queue.items.front()->tokens <= queue.deficit) {
       const int64_t tokens = queue.items.front()->tokens;
-      if (!batch.empty() && *batch_tokens + tokens > options_.max_batch_tokens) {
+      const int64_t memory = queue.items.front()->memory_bytes;
+      if (!batch.empty() && (*batch_tokens + tokens > options_.max_batch_tokens ||
+                             batch_memory > memory_limit - memory)) {
         full = true;
         break;
       }
       queue.deficit -= tokens;
       *batch_tokens += tokens;
+      batch_memory += memory;
       batch.push_back(PopLocked(queue));
     }
     if (queue.items.empty()) {

@@ -42,6 +42,9 @@ struct BatcherOptions {
   int64_t max_queue_tokens = 1 << 20;
   int64_t max_caller_queue_tokens = 1 << 18;  // one caller's share of the queue
   int64_t quantum_tokens = 4096;              // deficit round-robin: tokens a caller gains a turn
+  // A batch takes requests while their estimated activation memory stays within this (the first
+  // request of a batch always runs: the service refuses what could never fit); 0 = no limit.
+  int64_t max_batch_memory_bytes = 0;
   int workers = 1;
 };
 
@@ -61,8 +64,9 @@ struct WorkTiming {
 
 struct WorkItem {
   PreparedRequest prepared;
-  std::string caller;  // fair-queuing identity (the peer's address); "" is a caller too
-  int64_t tokens = 0;  // the batching cost: question + document tokens
+  std::string caller;        // fair-queuing identity (the peer's address); "" is a caller too
+  int64_t tokens = 0;        // the batching cost: question + document tokens
+  int64_t memory_bytes = 0;  // estimated activation memory (Engine::ActivationBytes)
   Clock::Time enqueued;
   Clock::WallTime deadline = Clock::WallTime::max();
   std::function<bool()> is_cancelled;  // optional

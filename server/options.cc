@@ -22,6 +22,12 @@ ABSL_FLAG(int64_t, max_caller_queue_tokens, 1 << 18,
 ABSL_FLAG(int64_t, fair_quantum_tokens, 4096,
           "Fair queuing: tokens each waiting caller may add to a forming batch per turn");
 ABSL_FLAG(int, workers, 1, "Inference worker threads taking batches from the queue");
+ABSL_FLAG(int64_t, max_batch_memory_mb, 0,
+          "Estimated activation memory a batch may take, MiB; 0 = half of the memory this "
+          "process may use (cgroup limit or MemTotal) divided by --workers");
+ABSL_FLAG(int64_t, max_request_memory_mb, 0,
+          "Estimated activation memory one request may take, MiB; more gets RESOURCE_EXHAUSTED "
+          "before it is queued; 0 = the batch budget");
 ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes");
 ABSL_FLAG(int64_t, max_document_tokens, 131072, "Largest document accepted, in tokens");
 ABSL_FLAG(std::string, question_overflow, "truncate",
@@ -70,6 +76,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (o.max_caller_queue_tokens <= 0) return bad("max_caller_queue_tokens", "must be positive");
   if (o.fair_quantum_tokens <= 0) return bad("fair_quantum_tokens", "must be positive");
+  if (o.max_batch_memory_mb < 0) return bad("max_batch_memory_mb", "must not be negative");
+  if (o.max_request_memory_mb < 0) return bad("max_request_memory_mb", "must not be negative");
   if (o.drain_timeout_s < 0) return bad("drain_timeout_s", "must not be negative");
   if (o.log_level != "error" && o.log_level != "warning" && o.log_level != "info") {
     return bad("log_level", "must be error, warning or info");
@@ -90,6 +98,8 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.max_caller_queue_tokens = absl::GetFlag(FLAGS_max_caller_queue_tokens);
   o.fair_quantum_tokens = absl::GetFlag(FLAGS_fair_quantum_tokens);
   o.workers = absl::GetFlag(FLAGS_workers);
+  o.max_batch_memory_mb = absl::GetFlag(FLAGS_max_batch_memory_mb);
+  o.max_request_memory_mb = absl::GetFlag(FLAGS_max_request_memory_mb);
   o.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
   o.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
   const std::string overflow = absl::GetFlag(FLAGS_question_overflow);

@@ -22,6 +22,9 @@ struct ServerOptions {
   int64_t max_caller_queue_tokens = 1 << 18;  // one caller's (peer address's) share of the queue
   int64_t fair_quantum_tokens = 4096;         // deficit round-robin quantum (batcher.h)
   int workers = 1;                            // inference threads taking batches
+  // Activation-memory budgets in MiB (server/memory_budget.h); 0 = derived from the machine.
+  int64_t max_batch_memory_mb = 0;
+  int64_t max_request_memory_mb = 0;
   // Limits.
   int64_t max_document_bytes = 8 << 20;
   int64_t max_document_tokens = 131072;

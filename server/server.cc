@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "base/version.h"
+#include "server/memory_budget.h"
 
 namespace longqa {
 namespace {
@@ -88,13 +89,22 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   batcher_options.max_caller_queue_tokens = options.max_caller_queue_tokens;
   batcher_options.quantum_tokens = options.fair_quantum_tokens;
   batcher_options.workers = options.workers;
+  const int64_t usable = UsableMemoryBytes();
+  const MemoryBudget budget = ResolveMemoryBudget(
+      options.max_batch_memory_mb, options.max_request_memory_mb, options.workers, usable);
+  batcher_options.max_batch_memory_bytes = budget.batch_bytes;
+  if (options.log_level == "info") {
+    std::cerr << "longqa-server: activation memory budget " << (budget.batch_bytes >> 20)
+              << " MiB per batch, " << (budget.request_bytes >> 20) << " MiB per request ("
+              << (usable >> 20) << " MiB usable)\n";
+  }
   const Engine* engine = s->engine_.get();
   s->batcher_ = std::make_unique<Batcher>(
       [engine](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing,
                const StopCheck& stop) { return engine->Run(batch, timing, stop); },
       batcher_options, s->metrics_.get());
   s->service_ = std::make_unique<QaService>(*s->engine_, s->batcher_.get(), s->metrics_.get(),
-                                            options, token);
+                                            options, token, budget.request_bytes);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

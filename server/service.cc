@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "base/rate_limited_log.h"
 #include "base/version.h"
 #include "server/convert.h"
@@ -55,12 +56,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 QaService::QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metrics,
-                     const ServerOptions& options, std::string auth_token)
+                     const ServerOptions& options, std::string auth_token,
+                     int64_t max_request_memory_bytes)
     : engine_(engine),
       batcher_(batcher),
       metrics_(metrics),
       options_(options),
-      auth_token_(std::move(auth_token)) {}
+      auth_token_(std::move(auth_token)),
+      max_request_memory_bytes_(max_request_memory_bytes) {}
 
 grpc::Status QaService::CheckAuth(const grpc::CallbackServerContext* context) const {
   if (auth_token_.empty()) return grpc::Status::OK;
@@ -103,7 +106,20 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
                                  " tokens (the server rejects long questions)"));
   }
 
+  // Admission by cost: what the encoder would hold for this request, against the budget.
+  const int64_t memory_bytes = engine_.ActivationBytes(*prepared);
+  if (memory_bytes > max_request_memory_bytes_) {
+    return fail(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this document (", doc_tokens, " tokens, ",
+                     prepared->document.paragraph_bytes.size(), " paragraphs) needs an estimated ",
+                     memory_bytes >> 20, " MiB of activation memory; this server allows ",
+                     max_request_memory_bytes_ >> 20,
+                     " MiB per request (--max_request_memory_mb): send a shorter document")));
+  }
+
   auto item = std::make_unique<WorkItem>();
+  item->memory_bytes = memory_bytes;
   item->tokens = doc_tokens + static_cast<int64_t>(prepared->question_ids.size());
   item->prepared = std::move(*prepared);
   item->deadline = context->deadline();

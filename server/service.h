@@ -23,9 +23,10 @@ namespace longqa {
 class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answer<
                             v1::QuestionAnswering::CallbackService> {
  public:
-  // auth_token: empty for no token auth.
+  // auth_token: empty for no token auth. max_request_memory_bytes: a request whose estimated
+  // activation memory is over it is refused (server/memory_budget.h).
   QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metrics,
-            const ServerOptions& options, std::string auth_token);
+            const ServerOptions& options, std::string auth_token, int64_t max_request_memory_bytes);
 
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
                                    const grpc::ByteBuffer* request,
@@ -54,6 +55,7 @@ class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answ
   ServerMetrics* metrics_;
   const ServerOptions options_;
   const std::string auth_token_;
+  const int64_t max_request_memory_bytes_;
   std::atomic<uint64_t> request_counter_{0};
 };
 

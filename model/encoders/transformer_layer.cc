@@ -6,11 +6,6 @@
 #include <stdexcept>
 
 namespace longqa {
-namespace {
-// Attention scores of one group: B * heads * T * T floats at most (128 MiB).
-constexpr int64_t kMaxScoreElements = int64_t{32} << 20;
-}  // namespace
-
 const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name) {
   const auto it = weights.find(name);
   if (it == weights.end()) throw std::out_of_range("missing weight '" + name + "'");
@@ -43,7 +38,7 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
   const int64_t per_sequence = std::max<int64_t>(1, num_heads_ * t * t);
-  const int64_t group = std::max<int64_t>(1, kMaxScoreElements / per_sequence);
+  const int64_t group = std::max<int64_t>(1, kLayerScoreBudget / per_sequence);
   if (b <= group) return ForwardGroup(x, valid);
   std::vector<at::Tensor> outs;
   for (int64_t begin = 0; begin < b; begin += group) {

@@ -13,6 +13,10 @@
 
 namespace longqa {
 
+// A layer runs its sequences in groups whose attention scores hold at most this many elements
+// (B * heads * T * T floats: 128 MiB), so its memory does not grow with the window count.
+inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
+
 class TransformerLayer {
  public:
   // Takes the weights under `scope` (e.g. "encoder.layer.3").

@@ -655,6 +655,31 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"deadline\"}"), 1) << page;
 }
 
+TEST(ServerHostileTest, ARequestOverTheMemoryBudgetIsRefusedBeforeItIsQueued) {
+  // Admission by cost: the estimated activation memory of a request is checked before it is
+  // queued; the refusal names the estimate and the flag, and the server goes on serving.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--max_request_memory_mb=20",
+                        "--max_document_tokens=1000000"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  EXPECT_NE(server.log().find("activation memory budget"), std::string::npos) << server.log();
+  auto stub = Stub(server.address());
+  v1::AnswerResponse r;
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status refused = Call(*stub, Request("kalo", Document(400, 120)), &r);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("MiB of activation memory"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("allows 20 MiB per request (--max_request_memory_mb)"),
+            std::string::npos)
+      << refused.error_message();
+  std::cerr << "refused after " << seconds << " s: " << refused.error_message() << "\n";
+  EXPECT_TRUE(Call(*stub, Request("kalo", Document(3, 20)), &r).ok());
+  const std::string page = Scrape(server.metrics_port());
+  EXPECT_EQ(Sample(page, "longqa_inference_duration_seconds_count"), 1) << page;
+}
+
 TEST(ServerHostileTest, CallersAreTheirAddressWithoutThePort) {
   EXPECT_EQ(CallerOf("ipv4:10.0.0.7:53122"), "ipv4:10.0.0.7");
   EXPECT_EQ(CallerOf("ipv6:[::1]:53122"), "ipv6:[::1]");

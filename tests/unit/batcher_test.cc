@@ -123,8 +123,9 @@ struct Outcomes {
 };
 
 std::unique_ptr<WorkItem> Item(const std::string& question, int64_t tokens, Outcomes* out,
-                               const std::string& caller = "") {
+                               const std::string& caller = "", int64_t memory_bytes = 0) {
   auto item = std::make_unique<WorkItem>();
+  item->memory_bytes = memory_bytes;
   item->prepared.request.question = question;
   item->tokens = tokens;
   item->caller = caller;
@@ -451,6 +452,22 @@ TEST_F(BatcherTest, SweepNowAnswersAQueuedRequestWhoseCallerLeftWithoutWaitingFo
   EXPECT_TRUE(out.Of("a_again").ok());
   EXPECT_FALSE(out.Answered("late"));
   EXPECT_FALSE(out.Answered("refused"));
+}
+
+TEST_F(BatcherTest, ABatchClosesAtItsMemoryBudgetAndTheRestWaits) {
+  BatcherOptions o = Options(1, /*max_batch_tokens=*/1000, 50, /*max_queue_tokens=*/2000);
+  o.max_batch_memory_bytes = 100;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  ASSERT_TRUE(batcher.Submit(Item("m60", 10, &out, "", 60)).ok());
+  ASSERT_TRUE(batcher.Submit(Item("m40", 10, &out, "", 40)).ok());
+  ASSERT_TRUE(batcher.Submit(Item("m30", 10, &out, "", 30)).ok());
+  ASSERT_TRUE(batcher.Submit(Item("m500", 10, &out, "", 500)).ok());  // over it alone: runs alone
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(5));
+  // Tokens would fit all four in one batch; memory takes 60 + 40, then 30, then 500 alone.
+  EXPECT_EQ(engine.batches(),
+            (std::vector<std::vector<std::string>>{{"busy"}, {"m60", "m40"}, {"m30"}, {"m500"}}));
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "model/memory_estimate.h"
+
+#include <algorithm>
+
+#include "model/encoders/etc_encoder.h"
+#include "model/encoders/transformer_layer.h"
+#include "model/encoders/window_plan.h"
+
+namespace longqa {
+
+namespace {
+
+// Floats live in a dense layer over `rows` token rows, besides its attention scores: the input,
+// Q/K/V, the attention context and output, the residual sum and the FFN's two [rows, ffn]
+// tensors (before and after GELU).
+int64_t LayerFloats(const ModelConfig& c, int64_t rows) {
+  return rows * (7 * c.hidden_size + 2 * c.intermediate_size);
+}
+
+// One dense layer over `sequences` of `len` rows each, run in groups whose scores fit
+// kLayerScoreBudget (TransformerLayer::Forward): a group's activations and scores, plus the
+// layer's whole input, output and the concatenation that joins the groups' outputs.
+int64_t GroupedLayerFloats(const ModelConfig& c, int64_t sequences, int64_t len) {
+  const int64_t per_sequence = std::max<int64_t>(1, c.num_heads * len * len);
+  const int64_t group = std::min(sequences, std::max<int64_t>(1, kLayerScoreBudget / per_sequence));
+  return LayerFloats(c, group * len) + 2 * group * per_sequence +
+         3 * sequences * len * c.hidden_size;
+}
+
+int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r) {
+  const int64_t x = std::max<int64_t>(1, r.document_tokens);
+  const int64_t windows = NumWindows(x, c.window_tokens, c.stride_tokens);
+  const int64_t t = r.question_tokens + std::min(c.window_tokens, x);  // slots per window
+  const int64_t rows = x + windows * r.question_tokens;  // H̄: context once, a question per window
+  // A clustered layer attends within chunks of `stride` rows of the sorted H̄.
+  const int64_t chunk = std::max<int64_t>(1, c.stride_tokens);
+  const int64_t layer = std::max(GroupedLayerFloats(c, windows, t),
+                                 GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk));
+  // Across layers: H̄ and the embeddings of the window slots.
+  return layer + (windows * t + 2 * rows) * c.hidden_size;
+}
+
+int64_t EtcFloats(const ModelConfig& c, const RequestShape& r) {
+  const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
+  const int64_t globals = r.question_tokens + segments;
+  const int64_t longs = std::max<int64_t>(1, r.document_tokens);
+  const int64_t block = c.etc.radius + 1;
+  // Long queries see the globals and three blocks; scores, labels and softmax are held for one
+  // chunk of at most kEtcScoreBudget scores at a time, and so are the gathered keys and values.
+  const int64_t scores = std::min(kEtcScoreBudget, longs * c.num_heads * (globals + 3 * block));
+  const int64_t chunk_rows = std::max<int64_t>(
+      1, std::min(longs, scores / std::max<int64_t>(1, c.num_heads * (globals + 3 * block))));
+  const int64_t chunk = 3 * scores + 2 * 3 * chunk_rows * c.hidden_size;
+  const int64_t global_scores =
+      std::min(kEtcScoreBudget, globals * c.num_heads * (globals + longs));
+  const int64_t rows = globals + longs;
+  return LayerFloats(c, rows) + std::max(chunk, 3 * global_scores) + 2 * rows * c.hidden_size;
+}
+
+}  // namespace
+
+int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape) {
+  const int64_t floats = config.architecture == Architecture::kEtc
+                             ? EtcFloats(config, shape)
+                             : ClusterFormerFloats(config, shape);
+  return std::max<int64_t>(1, 4 * floats);
+}
+
+}  // namespace longqa

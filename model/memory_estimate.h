@@ -1,0 +1,24 @@
+// What one request costs in activation memory while the encoder runs: the admission measure of
+// the server's memory budgets (--max_request_memory_mb, --max_batch_memory_mb). The estimate is
+// the peak of one layer's live fp32 tensors (projections, scores, softmax, FFN) plus the states
+// that live across layers, at the loaded model's sizes; the windows of a batch are packed into
+// one encoder pass, so a batch costs about the sum of its requests. Compared with measured peaks
+// by `longqa-memory-bench` (bench/memory_estimate.sh; docs/reliability.md).
+#pragma once
+
+#include <cstdint>
+
+#include "model/format/config.h"
+
+namespace longqa {
+
+struct RequestShape {
+  int64_t question_tokens = 0;  // with CLS and SEP
+  int64_t document_tokens = 0;
+  int64_t paragraphs = 0;
+};
+
+// Bytes; never less than 1.
+int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape);
+
+}  // namespace longqa

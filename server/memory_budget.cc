@@ -1,0 +1,55 @@
+#include "server/memory_budget.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace longqa {
+
+namespace {
+
+// A cgroup limit file: a byte count, or "max" / a huge number meaning no limit (0 then).
+int64_t ReadLimit(const std::string& path) {
+  std::ifstream in(path);
+  std::string value;
+  if (!(in >> value) || value == "max") return 0;
+  try {
+    const int64_t bytes = std::stoll(value);
+    return bytes > 0 && bytes < (int64_t{1} << 60) ? bytes : 0;  // v1 "no limit" is ~2^63
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+int64_t MemTotalBytes(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      std::istringstream fields(line.substr(9));
+      int64_t kib = 0;
+      if (fields >> kib) return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t UsableMemoryBytes(const std::string& root) {
+  const int64_t total = MemTotalBytes(root + "/proc/meminfo");
+  int64_t limit = ReadLimit(root + "/sys/fs/cgroup/memory.max");
+  if (limit == 0) limit = ReadLimit(root + "/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  if (limit == 0) return total;
+  return total == 0 ? limit : std::min(limit, total);
+}
+
+MemoryBudget ResolveMemoryBudget(int64_t batch_mb, int64_t request_mb, int workers,
+                                 int64_t usable_bytes) {
+  MemoryBudget budget;
+  budget.batch_bytes = batch_mb > 0 ? batch_mb << 20 : usable_bytes / 2 / std::max(1, workers);
+  budget.request_bytes = request_mb > 0 ? request_mb << 20 : budget.batch_bytes;
+  return budget;
+}
+
+}  // namespace longqa

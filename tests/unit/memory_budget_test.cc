@@ -1,0 +1,64 @@
+// The memory budgets' defaults: the usable memory read from a fake /proc and cgroup tree, and the
+// budgets derived from it and from the flags.
+#include "server/memory_budget.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace longqa {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeRoot {
+ public:
+  FakeRoot() : root_(fs::temp_directory_path() / ("longqa_memory_" + std::to_string(getpid()))) {
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "proc");
+    fs::create_directories(root_ / "sys/fs/cgroup/memory");
+    Write("proc/meminfo", "MemTotal:       24576000 kB\nMemFree:        1000 kB\n");
+  }
+  ~FakeRoot() { fs::remove_all(root_); }
+  void Write(const std::string& path, const std::string& text) {
+    std::ofstream(root_ / path) << text;
+  }
+  std::string path() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+constexpr int64_t kMemTotal = int64_t{24576000} * 1024;
+
+TEST(MemoryBudgetTest, UsableMemoryIsMemTotalWithoutACgroupLimit) {
+  FakeRoot root;
+  EXPECT_EQ(UsableMemoryBytes(root.path()), kMemTotal);
+  root.Write("sys/fs/cgroup/memory.max", "max\n");
+  EXPECT_EQ(UsableMemoryBytes(root.path()), kMemTotal);
+  root.Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");  // v1: none
+  EXPECT_EQ(UsableMemoryBytes(root.path()), kMemTotal);
+}
+
+TEST(MemoryBudgetTest, ACgroupLimitBelowTheMachineIsWhatCounts) {
+  FakeRoot root;
+  root.Write("sys/fs/cgroup/memory.max", "4294967296\n");  // a container's 4 GiB (v2)
+  EXPECT_EQ(UsableMemoryBytes(root.path()), int64_t{4} << 30);
+  FakeRoot v1;
+  v1.Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648\n");
+  EXPECT_EQ(UsableMemoryBytes(v1.path()), int64_t{2} << 30);
+}
+
+TEST(MemoryBudgetTest, BudgetsDefaultToHalfTheUsableMemoryPerWorker) {
+  const MemoryBudget derived = ResolveMemoryBudget(0, 0, 2, int64_t{8} << 30);
+  EXPECT_EQ(derived.batch_bytes, int64_t{2} << 30);
+  EXPECT_EQ(derived.request_bytes, int64_t{2} << 30);
+  const MemoryBudget flags = ResolveMemoryBudget(3000, 1000, 1, int64_t{8} << 30);
+  EXPECT_EQ(flags.batch_bytes, int64_t{3000} << 20);
+  EXPECT_EQ(flags.request_bytes, int64_t{1000} << 20);
+}
+
+}  // namespace
+}  // namespace longqa
