@@ -52,6 +52,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot read --text=%s\n", text_file.c_str());
     return 1;
   }
+  // Warm up as the server does before it serves: first-call allocations are not the request's.
+  longqa::QaRequest warm_up;
+  warm_up.question = "warm up";
+  warm_up.text = unit.substr(0, 2000);
+  if (!(*engine)->Answer(warm_up).ok()) {
+    std::fprintf(stderr, "warm-up failed\n");
+    return 1;
+  }
   longqa::QaRequest request;
   request.question = "What is the name of the river?";
   while (static_cast<int64_t>(request.text.size()) < bytes) request.text += unit + "\n\n";

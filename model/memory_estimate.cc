@@ -54,7 +54,8 @@ int64_t EtcFloats(const ModelConfig& c, const RequestShape& r) {
   const int64_t global_scores =
       std::min(kEtcScoreBudget, globals * c.num_heads * (globals + longs));
   const int64_t rows = globals + longs;
-  return LayerFloats(c, rows) + std::max(chunk, 3 * global_scores) + 2 * rows * c.hidden_size;
+  // Across layers: the input, and the chunks' contexts with the concatenation that joins them.
+  return LayerFloats(c, rows) + std::max(chunk, 3 * global_scores) + 4 * rows * c.hidden_size;
 }
 
 }  // namespace
@@ -63,7 +64,9 @@ int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& s
   const int64_t floats = config.architecture == Architecture::kEtc
                              ? EtcFloats(config, shape)
                              : ClusterFormerFloats(config, shape);
-  return std::max<int64_t>(1, 4 * floats);
+  // Plus what does not grow with the layer sizes: plans, decoding, the allocator's slack.
+  constexpr int64_t kFixedBytes = int64_t{32} << 20;
+  return 4 * floats + kFixedBytes;
 }
 
 }  // namespace longqa

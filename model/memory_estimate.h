@@ -18,7 +18,7 @@ struct RequestShape {
   int64_t paragraphs = 0;
 };
 
-// Bytes; never less than 1.
+// Bytes.
 int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape);
 
 }  // namespace longqa

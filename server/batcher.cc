@@ -184,34 +184,44 @@ std::vector<std::unique_ptr<WorkItem>> Batcher::TakeBatchLocked(int64_t* batch_t
   const int64_t memory_limit = options_.max_batch_memory_bytes > 0
                                    ? options_.max_batch_memory_bytes
                                    : std::numeric_limits<int64_t>::max();
+  // Rounds: every waiting caller has one turn a round. Once the batch holds something, a round
+  // in which nobody could add a request ends it: a request that needs more turns to collect its
+  // deficit waits for the next batch instead of joining this one, so a small question from
+  // another caller does not run at the pace of a backlog's big document.
   while (!turns_.empty()) {
-    const std::string caller = turns_.front();
-    turns_.pop_front();
-    CallerQueue& queue = callers_.at(caller);
-    queue.deficit += options_.quantum_tokens;
-    bool full = false;
-    while (!queue.items.empty() && queue.items.front()->tokens <= queue.deficit) {
-      const int64_t tokens = queue.items.front()->tokens;
-      const int64_t memory = queue.items.front()->memory_bytes;
-      if (!batch.empty() && (*batch_tokens + tokens > options_.max_batch_tokens ||
-                             batch_memory > memory_limit - memory)) {
-        full = true;
-        break;
+    bool took = false;
+    const size_t round = turns_.size();
+    for (size_t turn = 0; turn < round && !turns_.empty(); ++turn) {
+      const std::string caller = turns_.front();
+      turns_.pop_front();
+      CallerQueue& queue = callers_.at(caller);
+      queue.deficit += options_.quantum_tokens;
+      bool full = false;
+      while (!queue.items.empty() && queue.items.front()->tokens <= queue.deficit) {
+        const int64_t tokens = queue.items.front()->tokens;
+        const int64_t memory = queue.items.front()->memory_bytes;
+        if (!batch.empty() && (*batch_tokens + tokens > options_.max_batch_tokens ||
+                               batch_memory > memory_limit - memory)) {
+          full = true;
+          break;
+        }
+        queue.deficit -= tokens;
+        *batch_tokens += tokens;
+        batch_memory += memory;
+        batch.push_back(PopLocked(queue));
+        took = true;
       }
-      queue.deficit -= tokens;
-      *batch_tokens += tokens;
-      batch_memory += memory;
-      batch.push_back(PopLocked(queue));
+      if (queue.items.empty()) {
+        callers_.erase(caller);
+      } else if (full) {
+        turns_.push_front(caller);  // its turn goes on in the next batch
+        return batch;
+      } else {
+        turns_.push_back(caller);
+      }
+      if (*batch_tokens >= options_.max_batch_tokens) return batch;
     }
-    if (queue.items.empty()) {
-      callers_.erase(caller);
-    } else if (full) {
-      turns_.push_front(caller);  // its turn goes on in the next batch
-      break;
-    } else {
-      turns_.push_back(caller);
-    }
-    if (*batch_tokens >= options_.max_batch_tokens) break;
+    if (!took && !batch.empty()) break;
   }
   return batch;
 }

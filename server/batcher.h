@@ -1,8 +1,9 @@
 // The scheduler between the gRPC handlers and the engine (docs/architecture.md, "Scheduling").
 // - A queue per caller, served by deficit round-robin in tokens (network fair queuing): forming a
 //   batch, each caller in turn may add up to a quantum of tokens more than it has used, so one
-//   caller's backlog delays another caller's small question by about one batch at most. The whole
-//   queue is bounded by tokens, and so is each caller's share of it.
+//   caller's backlog delays another caller's small question by about one batch at most (the one
+//   running when it arrives): a request that needs more turns of deficit than the forming batch
+//   gives does not join it. The whole queue is bounded by tokens, and so is each caller's share.
 // - On an idle engine a batch starts at once; while a batch runs, the next one fills until
 //   max_batch_tokens or max_batch_delay_ms after its oldest request, whichever comes first.
 // - Requests whose deadline passed or whose caller cancelled leave the queue at once when the

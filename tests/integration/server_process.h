@@ -80,6 +80,8 @@ class ServerProcess {
 
   bool ok() const { return grpc_port_ > 0; }
   std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
+  // The same port over IPv6 loopback (the server must listen on [::]): another caller address.
+  std::string ipv6_address() const { return "[::1]:" + std::to_string(grpc_port_); }
   int metrics_port() const { return metrics_port_; }
   std::string log() const {
     std::lock_guard<std::mutex> lock(mu_);

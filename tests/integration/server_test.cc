@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -680,6 +681,54 @@ TEST(ServerHostileTest, ARequestOverTheMemoryBudgetIsRefusedBeforeItIsQueued) {
   EXPECT_EQ(Sample(page, "longqa_inference_duration_seconds_count"), 1) << page;
 }
 
+TEST(ServerHostileTest, AnotherCallersBacklogDelaysASmallQuestionByOneBatchAtMost) {
+  // Fair queuing end to end: the backlog comes from [::1], the small question from 127.0.0.1
+  // (two caller addresses). The question must not wait behind the backlog, nor share a batch
+  // with one of its big documents: it is answered before the backlog's second request.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--listen=[::]:0",
+                        "--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
+                        "--max_queue_tokens=2000000"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto backlog_stub = Stub(server.ipv6_address());
+  auto control_stub = Stub(server.address());
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  std::mutex mu;
+  std::vector<double> backlog_done;
+  std::vector<std::thread> backlog;
+  for (int i = 0; i < 3; ++i) {
+    backlog.emplace_back([&] {
+      v1::AnswerResponse r;
+      const grpc::Status s = Call(*backlog_stub, Request("kalo", Document(400, 120)), &r, 600000);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      std::lock_guard<std::mutex> lock(mu);
+      backlog_done.push_back(since());
+    });
+  }
+  // One big request runs, two wait.
+  for (int i = 0; i < 400; ++i) {
+    const std::string page = Scrape(server.metrics_port());
+    if (Sample(page, "longqa_inflight_requests") == 3 && Sample(page, "longqa_queue_requests") == 2)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  v1::AnswerResponse r;
+  const grpc::Status control = Call(*control_stub, Request("kalo", Document(2, 10)), &r, 600000);
+  const double control_done = since();
+  for (auto& t : backlog) t.join();
+  ASSERT_TRUE(control.ok()) << control.error_message();
+  std::sort(backlog_done.begin(), backlog_done.end());
+  ASSERT_EQ(backlog_done.size(), 3u);
+  const double one_big = backlog_done[1] - backlog_done[0];
+  std::cerr << "backlog answered at " << backlog_done[0] << ", " << backlog_done[1] << ", "
+            << backlog_done[2] << " s; the small question at " << control_done << " s\n";
+  EXPECT_LT(control_done, backlog_done[1] - one_big / 2);
+  const std::string page = Scrape(server.metrics_port());
+  // Four batches: the first big document, the small question alone, then the other two.
+  EXPECT_EQ(Sample(page, "longqa_batch_size_requests_count"), 4) << page;
+}
+
 TEST(ServerHostileTest, CallersAreTheirAddressWithoutThePort) {
   EXPECT_EQ(CallerOf("ipv4:10.0.0.7:53122"), "ipv4:10.0.0.7");
   EXPECT_EQ(CallerOf("ipv6:[::1]:53122"), "ipv6:[::1]");
@@ -692,7 +741,7 @@ TEST(ServerHostileTest, ManyOneLineParagraphsDoNotBlowMemory) {
   // segments are now merged (etc.max_segments) and attention runs in bounded chunks.
   const char* source = std::getenv("LONGQA_SOURCE_DIR");
   ServerProcess server(
-      {"--model_dir=" + std::string(source ? source : ".") + "/models/demo", "--threads=2"});
+      {"--model_dir=" + std::string(source ? source : ".") + "/models/scratch_etc", "--threads=2"});
   ASSERT_TRUE(server.ok()) << server.log();
   std::string text;
   for (int p = 0; p < 4000; ++p) {

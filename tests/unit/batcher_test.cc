@@ -470,5 +470,34 @@ TEST_F(BatcherTest, ABatchClosesAtItsMemoryBudgetAndTheRestWaits) {
             (std::vector<std::vector<std::string>>{{"busy"}, {"m60", "m40"}, {"m30"}, {"m500"}}));
 }
 
+TEST_F(BatcherTest, ASmallQuestionDoesNotShareABatchWithABacklogsBigDocument) {
+  BatcherOptions o = Options(1, /*max_batch_tokens=*/1000, 50, /*max_queue_tokens=*/2000);
+  o.quantum_tokens = 50;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  ASSERT_TRUE(batcher.Submit(Item("big", 300, &out, "backlog")).ok());
+  ASSERT_TRUE(batcher.Submit(Item("small", 30, &out, "other")).ok());
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(3));
+  // Both fit the batch's token budget, but the big one needs six turns of deficit: the small
+  // question runs on its own instead of at the big document's pace.
+  EXPECT_EQ(engine.batches(),
+            (std::vector<std::vector<std::string>>{{"busy"}, {"small"}, {"big"}}));
+}
+
+TEST_F(BatcherTest, OneCallersManySmallRequestsStillFillABatch) {
+  BatcherOptions o = Options(1, /*max_batch_tokens=*/100, 50, /*max_queue_tokens=*/2000);
+  o.quantum_tokens = 20;
+  Batcher& batcher = Make(o);
+  StartBusy(batcher);
+  for (const char* q : {"q1", "q2", "q3", "q4", "q5"}) {
+    ASSERT_TRUE(batcher.Submit(Item(q, 20, &out, "one")).ok());
+  }
+  engine.Release();
+  ASSERT_TRUE(out.WaitFor(6));
+  // One request a round, round after round, up to the batch's 100 tokens.
+  EXPECT_EQ(engine.batches()[1], (std::vector<std::string>{"q1", "q2", "q3", "q4", "q5"}));
+}
+
 }  // namespace
 }  // namespace longqa
