@@ -16,8 +16,8 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-# Serves models/demo; until a trained demo model ships, a random-weight model stands in (it
-# answers nonsense, but every path of the server works).
+# Serves models/demo; where that folder is missing (a trimmed checkout), a random-weight model
+# stands in (it answers nonsense, but every path of the server works).
 serve: build
 	@if [ ! -f $(MODEL_DIR)/config.json ]; then \
 	  echo "make serve: $(MODEL_DIR) not found; serving a RANDOM-WEIGHT stand-in model from $(BUILD)/random-model"; \

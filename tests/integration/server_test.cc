@@ -737,8 +737,9 @@ TEST(ServerHostileTest, CallersAreTheirAddressWithoutThePort) {
 }
 
 TEST(ServerHostileTest, ManyOneLineParagraphsDoNotBlowMemory) {
-  // Hostile-clients item 1: 4,000 one-line paragraphs (84 KB) drove the demo ETC model to 13 GiB;
-  // segments are now merged (etc.max_segments) and attention runs in bounded chunks.
+  // Hostile-clients item 1: 4,000 one-line paragraphs (84 KB) drove the ETC demo model (now
+  // models/scratch_etc) to 13 GiB; segments are now merged (etc.max_segments) and attention runs
+  // in bounded chunks.
   const char* source = std::getenv("LONGQA_SOURCE_DIR");
   ServerProcess server(
       {"--model_dir=" + std::string(source ? source : ".") + "/models/scratch_etc", "--threads=2"});
