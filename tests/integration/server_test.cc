@@ -562,8 +562,8 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
 TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWaiting) {
   // Hostile-clients item 2: requests abandoned (deadline) while the model runs them stop at the
   // next layer instead of holding the engine until they finish.
-  ServerProcess server(
-      {"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000"});
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000",
+                        "--max_caller_queue_tokens=1000000", "--max_queue_tokens=2000000"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
   v1::AnswerResponse r;
@@ -659,7 +659,7 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
 TEST(ServerHostileTest, ARequestOverTheMemoryBudgetIsRefusedBeforeItIsQueued) {
   // Admission by cost: the estimated activation memory of a request is checked before it is
   // queued; the refusal names the estimate and the flag, and the server goes on serving.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--max_request_memory_mb=20",
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--max_request_memory_mb=100",
                         "--max_document_tokens=1000000"});
   ASSERT_TRUE(server.ok()) << server.log();
   EXPECT_NE(server.log().find("activation memory budget"), std::string::npos) << server.log();
@@ -672,7 +672,7 @@ TEST(ServerHostileTest, ARequestOverTheMemoryBudgetIsRefusedBeforeItIsQueued) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(refused.error_message().find("MiB of activation memory"), std::string::npos)
       << refused.error_message();
-  EXPECT_NE(refused.error_message().find("allows 20 MiB per request (--max_request_memory_mb)"),
+  EXPECT_NE(refused.error_message().find("allows 100 MiB per request (--max_request_memory_mb)"),
             std::string::npos)
       << refused.error_message();
   std::cerr << "refused after " << seconds << " s: " << refused.error_message() << "\n";
