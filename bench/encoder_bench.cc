@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/compute_info.h"
 #include "model/encoders/cluster_former.h"
 #include "model/encoders/etc_encoder.h"
 #include "model/encoders/window_plan.h"
@@ -96,8 +97,11 @@ int main(int argc, char** argv) {
   at::InferenceMode guard;
   const at::Device device(device_name);
   const double gemm = GemmGflops(device);
-  std::printf("device=%s threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s\n\n", device.str().c_str(),
-              threads, gemm);
+  const longqa::ComputeInfo compute = longqa::DescribeCompute();
+  std::printf("device=%s threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s  (%s)\n", device.str().c_str(),
+              threads, gemm, longqa::ComputeInfoLine(compute).c_str());
+  if (!compute.warning.empty()) std::printf("WARNING: %s\n", compute.warning.c_str());
+  std::printf("\n");
   std::printf("%-16s %8s %8s %10s %12s %10s %8s\n", "model", "tokens", "windows", "seconds",
               "tokens/s", "GFLOP/s", "of GEMM");
 

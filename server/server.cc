@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "base/version.h"
+#include "model/compute_info.h"
 #include "server/memory_budget.h"
 
 namespace longqa {
@@ -65,6 +66,11 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   LONGQA_ASSIGN_OR_RETURN(
       s->engine_, Engine::LoadFromDir(options.model_dir, {options.threads, options.device}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
+  // What the math runs on; a BLAS forced below the CPU's speed is said every start.
+  const ComputeInfo compute = DescribeCompute();
+  if (options.log_level == "info")
+    std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n";
+  if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
   // A converted checkpoint without some heads serves random ones: say so, every start.
   for (const std::string& head : s->engine_->config().untrained_heads) {
     std::cerr << "longqa-server: WARNING: head '" << head << "' of " << options.model_dir

@@ -1,0 +1,83 @@
+#include "model/compute_info.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <vector>
+
+namespace longqa {
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// OpenBLAS's kernel set, found in whatever BLAS the process loaded (LibTorch's dependency); no
+// link-time dependency on OpenBLAS.
+std::string OpenBlasCore() {
+  using CoreName = char* (*)();
+  const auto fn = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const char* name = fn != nullptr ? fn() : nullptr;
+  return name != nullptr ? name : "unknown";
+}
+
+std::string BestIsa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) return "avx512_bf16";
+  if (__builtin_cpu_supports("avx512f")) return "avx512";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+  if (__builtin_cpu_supports("sse4.2")) return "sse4.2";
+  return "baseline";
+}
+
+}  // namespace
+
+std::string BlasCoreWarning(const std::string& coretype, const std::string& core,
+                            const std::string& isa) {
+  if (coretype.empty()) return "";
+  // OpenBLAS's kernel sets that use each ISA; a forced core outside the CPU's set leaves part of
+  // the GEMM speed unused (measured: Haswell kernels on an AVX-512 CPU, half).
+  static const std::vector<std::string> kAvx512 = {"skylakex", "cooperlake", "sapphirerapids",
+                                                   "zen4"};
+  static const std::vector<std::string> kAvx2 = {"haswell", "zen", "skylakex", "cooperlake",
+                                                 "sapphirerapids"};
+  const std::vector<std::string>* fast = nullptr;
+  if (isa.rfind("avx512", 0) == 0) {
+    fast = &kAvx512;
+  } else if (isa == "avx2") {
+    fast = &kAvx2;
+  } else {
+    return "";
+  }
+  const std::string c = Lower(core);
+  for (const std::string& f : *fast) {
+    if (c.find(f) != std::string::npos) return "";
+  }
+  return "OPENBLAS_CORETYPE=" + coretype + " makes OpenBLAS run its " + core +
+         " kernels on a CPU with " + isa +
+         ": GEMM runs at about half speed or worse; unset it to let OpenBLAS choose";
+}
+
+ComputeInfo DescribeCompute() {
+  ComputeInfo info;
+  info.blas_core = OpenBlasCore();
+  info.isa = BestIsa();
+  info.threads = at::get_num_threads();
+  info.onednn = at::hasMKLDNN();
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  info.warning = BlasCoreWarning(coretype != nullptr ? coretype : "", info.blas_core, info.isa);
+  return info;
+}
+
+std::string ComputeInfoLine(const ComputeInfo& info) {
+  return "BLAS core " + info.blas_core + ", CPU " + info.isa + ", " + std::to_string(info.threads) +
+         " threads, oneDNN " + (info.onednn ? "yes" : "no");
+}
+
+}  // namespace longqa
