@@ -537,13 +537,16 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
 
 TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExitCodeSaysSo) {
   // Hostile-clients item 4: work that outlasts --drain_timeout_s is cut short and said to be.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1"});
+  // Four documents of ~2.5 s each (2 threads, nothing else running): none is done by the deadline.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1",
+                        "--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
+                        "--max_queue_tokens=2000000"});
   ASSERT_TRUE(server.ok()) << server.log();
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 4; ++i) {
     calls.push_back(std::async(std::launch::async, [&] {
       v1::AnswerResponse r;
-      return Call(*Stub(server.address()), Request("kalo", Document(400, 120)), &r, 120000);
+      return Call(*Stub(server.address()), Request("kalo", Document(800, 120)), &r, 120000);
     }));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all four accepted, one running
