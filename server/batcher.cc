@@ -195,7 +195,7 @@ std::vector<std::unique_ptr<WorkItem>> Batcher::TakeBatchLocked(int64_t* batch_t
       const std::string caller = turns_.front();
       turns_.pop_front();
       CallerQueue& queue = callers_.at(caller);
-      queue.deficit += options_.quantum_tokens;
+      queue.deficit += options_.fair_quantum_tokens;
       bool full = false;
       while (!queue.items.empty() && queue.items.front()->tokens <= queue.deficit) {
         const int64_t tokens = queue.items.front()->tokens;

@@ -42,7 +42,7 @@ struct BatcherOptions {
   int64_t max_batch_delay_ms = 5;
   int64_t max_queue_tokens = 1 << 20;
   int64_t max_caller_queue_tokens = 1 << 18;  // one caller's share of the queue
-  int64_t quantum_tokens = 4096;              // deficit round-robin: tokens a caller gains a turn
+  int64_t fair_quantum_tokens = 4096;         // deficit round-robin: tokens a caller gains a turn
   // A batch takes requests while their estimated activation memory stays within this (the first
   // request of a batch always runs: the service refuses what could never fit); 0 = no limit.
   int64_t max_batch_memory_bytes = 0;

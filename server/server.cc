@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   batcher_options.max_batch_delay_ms = options.max_batch_delay_ms;
   batcher_options.max_queue_tokens = options.max_queue_tokens;
   batcher_options.max_caller_queue_tokens = options.max_caller_queue_tokens;
-  batcher_options.quantum_tokens = options.fair_quantum_tokens;
+  batcher_options.fair_quantum_tokens = options.fair_quantum_tokens;
   batcher_options.workers = options.workers;
   const int64_t usable = UsableMemoryBytes();
   const MemoryBudget budget = ResolveMemoryBudget(

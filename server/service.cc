@@ -169,8 +169,7 @@ grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context
   v1::AnswerRequest request;
   const grpc::Status parsed = ParseRequest(*request_bytes, &request);
   // Every call's id reaches the caller, errors included: the one the log names it by.
-  if (request.request_id().empty()) request.set_request_id(NextRequestId());
-  context->AddTrailingMetadata(kRequestIdMetadata, request.request_id());
+  context->AddTrailingMetadata(kRequestIdMetadata, EnsureRequestId(&request));
   if (!parsed.ok()) {
     grpc::Status status = CheckAuth(context);  // strangers learn nothing about the bytes
     if (status.ok()) status = parsed;
@@ -232,7 +231,7 @@ class AnswerStreamReactor final
       return;
     }
     v1::AnswerRequest request = std::move(request_);
-    if (request.request_id().empty()) request.set_request_id(service_->NextRequestId());
+    service_->EnsureRequestId(&request);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++pending_;

@@ -45,7 +45,13 @@ class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answ
 
   // UNAUTHENTICATED unless token auth is off or the call carries the bearer token.
   grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
-  std::string NextRequestId() { return "srv-" + std::to_string(++request_counter_); }
+  // Gives a request without a caller-chosen id the next "srv-<n>"; returns the id.
+  const std::string& EnsureRequestId(v1::AnswerRequest* request) {
+    if (request->request_id().empty()) {
+      request->set_request_id("srv-" + std::to_string(++request_counter_));
+    }
+    return request->request_id();
+  }
   ServerMetrics* metrics() const { return metrics_; }
   Batcher* batcher() const { return batcher_; }
 

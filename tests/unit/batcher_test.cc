@@ -151,7 +151,7 @@ bool Eventually(Pred pred) {
 BatcherOptions Options(int workers, int64_t max_batch_tokens = 100, int64_t delay_ms = 50,
                        int64_t max_queue_tokens = 1000) {
   BatcherOptions o;
-  o.quantum_tokens = 1000;  // FIFO within one caller, whatever the sizes
+  o.fair_quantum_tokens = 1000;  // FIFO within one caller, whatever the sizes
   o.workers = workers;
   o.max_batch_tokens = max_batch_tokens;
   o.max_batch_delay_ms = delay_ms;
@@ -339,7 +339,7 @@ TEST_F(BatcherTest, DrainWithinItsTimeIsFinished) {
 
 TEST_F(BatcherTest, CallersTakeTurnsSoABacklogDoesNotDelayAnotherCaller) {
   BatcherOptions o = Options(1, /*max_batch_tokens=*/100);
-  o.quantum_tokens = 40;
+  o.fair_quantum_tokens = 40;
   Batcher& batcher = Make(o);
   StartBusy(batcher);
   for (int i = 1; i <= 5; ++i) {
@@ -357,7 +357,7 @@ TEST_F(BatcherTest, CallersTakeTurnsSoABacklogDoesNotDelayAnotherCaller) {
 
 TEST_F(BatcherTest, AnOversizedRequestWaitsForItsTurnAndRunsAlone) {
   BatcherOptions o = Options(1, /*max_batch_tokens=*/100, 50, /*max_queue_tokens=*/2000);
-  o.quantum_tokens = 50;
+  o.fair_quantum_tokens = 50;
   Batcher& batcher = Make(o);
   StartBusy(batcher);
   ASSERT_TRUE(batcher.Submit(Item("big", 300, &out, "big")).ok());
@@ -472,7 +472,7 @@ TEST_F(BatcherTest, ABatchClosesAtItsMemoryBudgetAndTheRestWaits) {
 
 TEST_F(BatcherTest, ASmallQuestionDoesNotShareABatchWithABacklogsBigDocument) {
   BatcherOptions o = Options(1, /*max_batch_tokens=*/1000, 50, /*max_queue_tokens=*/2000);
-  o.quantum_tokens = 50;
+  o.fair_quantum_tokens = 50;
   Batcher& batcher = Make(o);
   StartBusy(batcher);
   ASSERT_TRUE(batcher.Submit(Item("big", 300, &out, "backlog")).ok());
@@ -487,7 +487,7 @@ TEST_F(BatcherTest, ASmallQuestionDoesNotShareABatchWithABacklogsBigDocument) {
 
 TEST_F(BatcherTest, OneCallersManySmallRequestsStillFillABatch) {
   BatcherOptions o = Options(1, /*max_batch_tokens=*/100, 50, /*max_queue_tokens=*/2000);
-  o.quantum_tokens = 20;
+  o.fair_quantum_tokens = 20;
   Batcher& batcher = Make(o);
   StartBusy(batcher);
   for (const char* q : {"q1", "q2", "q3", "q4", "q5"}) {
