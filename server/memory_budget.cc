@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace longqa {
@@ -47,7 +48,13 @@ int64_t UsableMemoryBytes(const std::string& root) {
 MemoryBudget ResolveMemoryBudget(int64_t batch_mb, int64_t request_mb, int workers,
                                  int64_t usable_bytes) {
   MemoryBudget budget;
-  budget.batch_bytes = batch_mb > 0 ? batch_mb << 20 : usable_bytes / 2 / std::max(1, workers);
+  if (batch_mb > 0) {
+    budget.batch_bytes = batch_mb << 20;
+  } else if (usable_bytes > 0) {
+    budget.batch_bytes = usable_bytes / 2 / std::max(1, workers);
+  } else {
+    budget.batch_bytes = std::numeric_limits<int64_t>::max();  // memory unknown: no limit
+  }
   budget.request_bytes = request_mb > 0 ? request_mb << 20 : budget.batch_bytes;
   return budget;
 }

@@ -21,8 +21,9 @@ struct MemoryBudget {
   int64_t request_bytes = 0;
 };
 
-// From the flags (MiB; 0 = derive): the batch budget defaults to usable / 2 / workers, the
-// request budget to the batch budget (a request must fit a batch alone).
+// From the flags (MiB; 0 = derive): the batch budget defaults to usable / 2 / workers (no limit
+// when the usable memory is unknown, 0), the request budget to the batch budget (a request must
+// fit a batch alone).
 MemoryBudget ResolveMemoryBudget(int64_t batch_mb, int64_t request_mb, int workers,
                                  int64_t usable_bytes);
 

@@ -102,7 +102,8 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (options.log_level == "info") {
     std::cerr << "longqa-server: activation memory budget " << (budget.batch_bytes >> 20)
               << " MiB per batch, " << (budget.request_bytes >> 20) << " MiB per request ("
-              << (usable >> 20) << " MiB usable)\n";
+              << (usable > 0 ? std::to_string(usable >> 20) + " MiB usable" : "usable unknown")
+              << ")\n";
   }
   const Engine* engine = s->engine_.get();
   s->batcher_ = std::make_unique<Batcher>(

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace longqa {
 namespace {
@@ -55,6 +56,10 @@ TEST(MemoryBudgetTest, BudgetsDefaultToHalfTheUsableMemoryPerWorker) {
   const MemoryBudget derived = ResolveMemoryBudget(0, 0, 2, int64_t{8} << 30);
   EXPECT_EQ(derived.batch_bytes, int64_t{2} << 30);
   EXPECT_EQ(derived.request_bytes, int64_t{2} << 30);
+  // Nothing readable (another OS, a locked-down /proc): no limit rather than refusing everything.
+  const MemoryBudget unknown = ResolveMemoryBudget(0, 0, 1, 0);
+  EXPECT_EQ(unknown.batch_bytes, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(unknown.request_bytes, std::numeric_limits<int64_t>::max());
   const MemoryBudget flags = ResolveMemoryBudget(3000, 1000, 1, int64_t{8} << 30);
   EXPECT_EQ(flags.batch_bytes, int64_t{3000} << 20);
   EXPECT_EQ(flags.request_bytes, int64_t{1000} << 20);
