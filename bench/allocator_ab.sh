@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A/B of malloc implementations under longqa-server: the same document (models/demo/sample.txt
-# repeated to 60 KB, about 24k tokens) answered by models/demo with one thread, the server started
-# afresh with each allocator preloaded, rounds interleaved so that load on the machine hits all
+# A/B of malloc implementations under longqa-server: the same document
+# (models/scratch_etc/sample.txt repeated to 60 KB, about 24k tokens) answered by
+# models/scratch_etc (the ETC demo model the recorded figures used) with one thread, the server
+# started afresh with each allocator preloaded, rounds interleaved so that load on the machine hits
 # alike. Prints wall time and peak resident memory (VmHWM). Run from the repository root after a
 # build; longqa-server links tcmalloc itself when built with it, so "glibc" is only glibc on a
 # binary built without it (LONGQA_TCMALLOC unset): see bench/results/allocator_cpu_2core.txt.
@@ -10,13 +11,13 @@ set -euo pipefail
 BUILD="${BUILD:-build}"
 doc="$(mktemp)"
 python3 -c "
-t = open('models/demo/sample.txt').read()
+t = open('models/scratch_etc/sample.txt').read()
 out = ''
 while len(out) < 60000: out += t + '\n\n'
 open('$doc', 'w').write(out[:60000])"
 run() {  # name, then env assignments
   local name="$1"; shift
-  env "$@" "$BUILD/server/longqa-server" --model_dir=models/demo --listen=127.0.0.1:50999 \
+  env "$@" "$BUILD/server/longqa-server" --model_dir=models/scratch_etc --listen=127.0.0.1:50999 \
     --metrics_listen= --threads=1 2>/dev/null &
   local pid=$!
   for _ in $(seq 100); do

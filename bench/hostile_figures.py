@@ -9,7 +9,6 @@ Usage: .venv/bin/python bench/hostile_figures.py [--model_dir=models/demo] [--bu
 """
 import argparse
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -18,22 +17,17 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+import longqa_process  # noqa: E402  (the tests' server launcher)
 
-def start_server(build, model_dir, extra=()):
-    log = open("/tmp/hostile_server.log", "w+")
-    proc = subprocess.Popen(
-        [f"{build}/server/longqa-server", f"--model_dir={model_dir}", "--listen=[::]:0",
-         "--metrics_listen=127.0.0.1:0", "--threads=2", "--drain_timeout_s=3", *extra],
-        stderr=log)
-    for _ in range(1200):
-        text = open("/tmp/hostile_server.log").read()
-        m = re.search(r"on port (\d+), metrics on port (\d+)", text)
-        if m:
-            return proc, int(m.group(1)), int(m.group(2))
-        if proc.poll() is not None:
-            sys.exit("server exited: " + text)
-        time.sleep(0.1)
-    sys.exit("server did not start: " + open("/tmp/hostile_server.log").read())
+
+def start_server(build, model_dir):
+    """A fresh server on [::] (two caller addresses: 127.0.0.1 and ::1) with a 3 s drain."""
+    longqa_process.BUILD = build
+    proc, port, metrics_port, _ = longqa_process.start_server(
+        model_dir, "--listen=[::]:0", "--drain_timeout_s=3")
+    return proc, port, metrics_port
 
 
 def peak_mib(proc):

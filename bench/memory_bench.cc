@@ -1,7 +1,8 @@
 // Activation memory, estimated against measured: loads a model, answers one question on a
 // document of the given size (a text file repeated), and prints the admission estimate
 // (Engine::ActivationBytes) next to the peak resident memory the run added. Run it once per
-// size in a fresh process (bench/memory_estimate.sh): the peak is the process's.
+// size in a fresh process (tests/integration/memory_estimate_test.sh does): the peak is the
+// process's.
 //
 // Usage: longqa-memory-bench --model_dir=DIR --text=FILE --bytes=N [--threads=2]
 #include <cstdio>

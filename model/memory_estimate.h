@@ -3,7 +3,7 @@
 // the peak of one layer's live fp32 tensors (projections, scores, softmax, FFN) plus the states
 // that live across layers, at the loaded model's sizes; the windows of a batch are packed into
 // one encoder pass, so a batch costs about the sum of its requests. Compared with measured peaks
-// by `longqa-memory-bench` (bench/memory_estimate.sh; docs/reliability.md).
+// by `longqa-memory-bench` (tests/integration/memory_estimate_test.sh; docs/reliability.md).
 #pragma once
 
 #include <cstdint>

@@ -101,6 +101,24 @@ double Sample(const std::string& page, const std::string& series) {
   return std::stod(page.substr(at + series.size() + 2));
 }
 
+// Polls the server's metrics page every 50 ms until `holds(page)`; false after 20 s.
+bool UntilMetrics(int metrics_port, const std::function<bool(const std::string&)>& holds) {
+  for (int i = 0; i < 400; ++i) {
+    if (holds(Scrape(metrics_port))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Flags that let the test model take documents of ~145k tokens, several at once from one caller.
+std::vector<std::string> WithBigDocuments(std::vector<std::string> flags) {
+  for (const char* f : {"--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
+                        "--max_queue_tokens=2000000"}) {
+    flags.push_back(f);
+  }
+  return flags;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -538,9 +556,8 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
 TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExitCodeSaysSo) {
   // Hostile-clients item 4: work that outlasts --drain_timeout_s is cut short and said to be.
   // Four documents of ~2.5 s each (2 threads, nothing else running): none is done by the deadline.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1",
-                        "--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
-                        "--max_queue_tokens=2000000"});
+  ServerProcess server(
+      WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1"}));
   ASSERT_TRUE(server.ok()) << server.log();
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 4; ++i) {
@@ -567,8 +584,7 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
 TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWaiting) {
   // Hostile-clients item 2: requests abandoned (deadline) while the model runs them stop at the
   // next layer instead of holding the engine until they finish.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000",
-                        "--max_caller_queue_tokens=1000000", "--max_queue_tokens=2000000"});
+  ServerProcess server(WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2"}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
   v1::AnswerResponse r;
@@ -607,21 +623,9 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
   // A request queued behind a long batch, whose caller cancels or whose deadline passes, leaves
   // the queue when gRPC reports it (OnCancel), not when the long batch ends: its tokens stop
   // counting against the queue and the caller's share at once.
-  ServerProcess server(
-      {"--model_dir=" + ModelDir(), "--threads=2", "--max_document_tokens=1000000"});
+  ServerProcess server(WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2"}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
-  auto gauge = [&](const std::string& series) {
-    return Sample(Scrape(server.metrics_port()), series);
-  };
-  // Polls the metrics page until `pred` holds (false after 20 s).
-  auto until = [&](const std::function<bool()>& pred) {
-    for (int i = 0; i < 400; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  };
   std::atomic<bool> big_done{false};
   std::thread big([&] {
     v1::AnswerResponse r;
@@ -629,10 +633,12 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
     EXPECT_TRUE(s.ok()) << s.error_message();
     big_done = true;
   });
-  // Running: accepted and no longer queued.
-  ASSERT_TRUE(until([&] {
-    return gauge("longqa_inflight_requests") == 1 && gauge("longqa_queue_requests") == 0;
-  }));
+  // Running: accepted and no longer queued. (Checked after the joins: an ASSERT here would
+  // leave threads running.)
+  const bool running = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_inflight_requests") == 1 &&
+           Sample(page, "longqa_queue_requests") == 0;
+  });
   grpc::ClientContext cancelled_context;
   std::thread cancelled([&] {
     v1::AnswerResponse r;
@@ -644,10 +650,11 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
     const grpc::Status s = Call(*stub, Request("kalo", Document(2, 10)), &r, 700);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   });
-  ASSERT_TRUE(until([&] { return gauge("longqa_queue_requests") == 2; }));
+  const bool both_queued = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_queue_requests") == 2;
+  });
   cancelled_context.TryCancel();
-  const bool left = until([&] {
-    const std::string page = Scrape(server.metrics_port());
+  const bool left = UntilMetrics(server.metrics_port(), [](const std::string& page) {
     return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
   });
   const bool big_still_running = !big_done;
@@ -655,6 +662,7 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
   cancelled.join();
   expiring.join();
   big.join();
+  ASSERT_TRUE(running && both_queued) << page;
   EXPECT_TRUE(left) << page;
   ASSERT_TRUE(big_still_running) << "the long request ended first: the test proved nothing";
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1) << page;
@@ -690,9 +698,8 @@ TEST(ServerHostileTest, AnotherCallersBacklogDelaysASmallQuestionByOneBatchAtMos
   // Fair queuing end to end: the backlog comes from [::1], the small question from 127.0.0.1
   // (two caller addresses). The question must not wait behind the backlog, nor share a batch
   // with one of its big documents: it is answered before the backlog's second request.
-  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--listen=[::]:0",
-                        "--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
-                        "--max_queue_tokens=2000000"});
+  ServerProcess server(
+      WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--listen=[::]:0"}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto backlog_stub = Stub(server.ipv6_address());
   auto control_stub = Stub(server.address());
@@ -711,17 +718,16 @@ TEST(ServerHostileTest, AnotherCallersBacklogDelaysASmallQuestionByOneBatchAtMos
       backlog_done.push_back(since());
     });
   }
-  // One big request runs, two wait.
-  for (int i = 0; i < 400; ++i) {
-    const std::string page = Scrape(server.metrics_port());
-    if (Sample(page, "longqa_inflight_requests") == 3 && Sample(page, "longqa_queue_requests") == 2)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // One big request runs, two wait (checked after the joins).
+  const bool backlog_queued = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_inflight_requests") == 3 &&
+           Sample(page, "longqa_queue_requests") == 2;
+  });
   v1::AnswerResponse r;
   const grpc::Status control = Call(*control_stub, Request("kalo", Document(2, 10)), &r, 600000);
   const double control_done = since();
   for (auto& t : backlog) t.join();
+  ASSERT_TRUE(backlog_queued);
   ASSERT_TRUE(control.ok()) << control.error_message();
   std::sort(backlog_done.begin(), backlog_done.end());
   ASSERT_EQ(backlog_done.size(), 3u);
