@@ -43,10 +43,18 @@ struct QaAnswer {
   int64_t windows = 0;
 };
 
+// One window's span logits (qa_format squad): start[0] / end[0] are its CLS; entries 1.. are
+// the document tokens context_begin, context_begin + 1, ... that the window holds.
+struct WindowLogits {
+  int64_t context_begin = 0;
+  std::vector<float> start, end;
+};
+
 // Head outputs of one request, per context token (the document's tokens).
 struct RequestLogits {
   std::array<float, 5> type_logits{};
   std::vector<float> start, end, long_score;
+  std::vector<WindowLogits> windows;  // qa_format squad only
 };
 
 // Chooses the answer. The long answer is the non-empty paragraph with the best long score. Short

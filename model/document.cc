@@ -56,7 +56,7 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
                                                    std::string_view text,
                                                    const std::vector<ByteRange>& paragraphs,
                                                    const SpecialTokens& special,
-                                                   int64_t max_tokens) {
+                                                   int64_t max_tokens, bool paragraph_tokens) {
   TokenizedDocument doc;
   std::vector<Piece> pieces;
   std::string error;
@@ -66,10 +66,13 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
       return absl::InvalidArgumentError(absl::StrCat("paragraph ", p, " lies outside the text"));
     }
     doc.paragraph_bytes.emplace_back(begin, end);
-    doc.paragraph_token.push_back(static_cast<int64_t>(doc.ids.size()));
-    doc.ids.push_back(special.paragraph);
-    doc.spans.emplace_back(begin, begin);
-    doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    doc.paragraph_token.push_back(paragraph_tokens ? static_cast<int64_t>(doc.ids.size()) : -1);
+    if (paragraph_tokens) {
+      doc.ids.push_back(special.paragraph);
+      doc.spans.emplace_back(begin, begin);
+      doc.word_spans.emplace_back(begin, begin);
+      doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    }
     if (!tokenizer.Encode(text.substr(begin, end - begin), &pieces, &error)) {
       return absl::InternalError(error);
     }
@@ -77,6 +80,18 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
       doc.ids.push_back(piece.id);
       doc.spans.emplace_back(begin + piece.byte_begin, begin + piece.byte_end);
       doc.token_paragraph.push_back(static_cast<int64_t>(p));
+    }
+    // A word's pieces are consecutive: its span runs from the first one's begin to the last's end.
+    for (size_t first = 0; first < pieces.size();) {
+      size_t last = first;
+      while (pieces[first].word >= 0 && last + 1 < pieces.size() &&
+             pieces[last + 1].word == pieces[first].word) {
+        ++last;
+      }
+      for (size_t i = first; i <= last; ++i) {
+        doc.word_spans.emplace_back(begin + pieces[first].byte_begin, begin + pieces[last].byte_end);
+      }
+      first = last + 1;
     }
     if (static_cast<int64_t>(doc.ids.size()) > max_tokens) {
       return absl::ResourceExhaustedError(

@@ -29,17 +29,23 @@ std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
 struct TokenizedDocument {
   std::vector<int32_t> ids;      // paragraph token, then the paragraph's pieces, per paragraph
   std::vector<ByteRange> spans;  // per token; the paragraph token has an empty span
+  // Per token: the bytes of its whole word, from the word's first piece to its last (as
+  // tokenizers' word_to_chars), or the token's own span when the tokenizer gives no words.
+  std::vector<ByteRange> word_spans;
   std::vector<int64_t> token_paragraph;    // per token: its paragraph index
   std::vector<ByteRange> paragraph_bytes;  // per paragraph
-  std::vector<int64_t> paragraph_token;    // per paragraph: index of its paragraph token
+  // Per paragraph: index of its paragraph token; -1 in documents tokenized without them.
+  std::vector<int64_t> paragraph_token;
 };
 
-// Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`. Stops with
+// Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`, opening
+// each with special.paragraph when `paragraph_tokens` (qa_format nq) says so. Stops with
 // RESOURCE_EXHAUSTED as soon as the tokens so far exceed max_tokens: a document over the limit
 // costs the server the paragraphs up to the limit, not the whole document.
 absl::StatusOr<TokenizedDocument> TokenizeDocument(
     const Tokenizer& tokenizer, std::string_view text, const std::vector<ByteRange>& paragraphs,
-    const SpecialTokens& special, int64_t max_tokens = std::numeric_limits<int64_t>::max());
+    const SpecialTokens& special, int64_t max_tokens = std::numeric_limits<int64_t>::max(),
+    bool paragraph_tokens = true);
 
 // True when `text` is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool IsValidUtf8(std::string_view text);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/rate_limited_log.h"
 #include "base/status_macros.h"
+#include "model/decode_squad.h"
 #include "model/format/model_folder.h"
 #include "model/memory_estimate.h"
 
@@ -104,7 +105,8 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,
   prepared.question_ids.push_back(config_.special.sep);
   LONGQA_ASSIGN_OR_RETURN(prepared.document,
                           TokenizeDocument(*tokenizer_, request.text, request.paragraphs,
-                                           config_.special, max_document_tokens));
+                                           config_.special, max_document_tokens,
+                                           config_.qa_format == QaFormat::kNq));
   prepared.request = std::move(request);
   return prepared;
 }
@@ -126,6 +128,27 @@ std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedReque
                              long_score.data_ptr<float>() + stop);
     for (int64_t t = 0; t < kNumAnswerTypes; ++t) {
       out[i].type_logits[t] = type.data_ptr<float>()[i * kNumAnswerTypes + t];
+    }
+  }
+  if (logits.window_start.defined()) {
+    // qa_format squad: each window's CLS logit, then its context tokens' (at slots q, q+1, ...).
+    const at::Tensor window_start = host(logits.window_start);
+    const at::Tensor window_end = host(logits.window_end);
+    const int64_t t_len = window_start.size(1);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int64_t q = static_cast<int64_t>(batch[i]->question_ids.size());
+      for (int64_t w = logits.windows_begin[i]; w < logits.windows_begin[i + 1]; ++w) {
+        WindowLogits window;
+        window.context_begin = logits.window_context_begin[w];
+        const int64_t count = logits.window_context_end[w] - window.context_begin;
+        for (const auto& [source, target] :
+             {std::pair{&window_start, &window.start}, std::pair{&window_end, &window.end}}) {
+          const float* row = source->data_ptr<float>() + w * t_len;
+          target->push_back(row[0]);
+          target->insert(target->end(), row + q, row + q + count);
+        }
+        out[i].windows.push_back(std::move(window));
+      }
     }
   }
   return out;
@@ -156,7 +179,9 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
     DecodeOptions options = r.request.options;
     if (!options.null_threshold)
       options.null_threshold = static_cast<float>(config_.null_threshold);
-    QaAnswer answer = DecodeAnswer(logits[i], r.document, r.request.text, options);
+    QaAnswer answer = config_.qa_format == QaFormat::kSquad
+                          ? DecodeSquadAnswer(logits[i], r.document, r.request.text, options)
+                          : DecodeAnswer(logits[i], r.document, r.request.text, options);
     answer.question_truncated = r.question_truncated;
     answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
     answer.document_tokens = static_cast<int64_t>(r.document.ids.size());

@@ -25,6 +25,11 @@ std::vector<WindowInput> MakeWindowInputs(const ModelConfig& config,
   std::vector<WindowInput> inputs;
   for (const QaModelInput& r : batch) {
     WindowInput in{*r.question_ids, r.document->ids, {}};
+    if (config.qa_format == QaFormat::kSquad) {
+      // BERT's pair layout: [CLS] question [SEP] context [SEP], the context as the second segment.
+      in.end_token = config.special.sep;
+      in.context_type = config.type_vocab_size > 1 ? 1 : 0;
+    }
     if (config.exact_match_feature) {
       in.context_match = ExactMatchFlags(QuestionPieces(r), r.document->ids);
     }
@@ -51,11 +56,26 @@ QaModel::QaModel(const ModelConfig& config, const TensorMap& weights)
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
     const std::vector<QaModelInput>& batch, const at::Device& device,
     const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,
-    std::vector<int64_t>* context_begin) const {
+    QaLogits* out) const {
   const WindowPlan plan = PlanWindows(MakeWindowInputs(config_, batch), config_.window_tokens,
                                       config_.stride_tokens, config_.special.pad);
-  const at::Tensor hbar = cluster_former_->Forward(plan, device, observer, stop);
-  *context_begin = plan.context_begin;
+  at::Tensor hbar;
+  if (config_.qa_format == QaFormat::kSquad) {
+    // Independent windows: each window's own span logits for the decoder, and every H̄ row read
+    // from the window that owns it (the per-token heads below see one state per token).
+    const at::Tensor windows = cluster_former_->ForwardIndependentWindows(plan, device, stop);
+    const at::Tensor span = at::linear(windows, qa_w_, qa_b_);
+    out->window_start = span.select(2, 0);
+    out->window_end = span.select(2, 1);
+    out->windows_begin = plan.windows_begin;
+    out->window_context_begin = plan.window_context_begin;
+    out->window_context_end = plan.window_context_end;
+    hbar = windows.view({-1, config_.hidden_size})
+               .index_select(0, Upload(plan.row_owner_slot, device));
+  } else {
+    hbar = cluster_former_->Forward(plan, device, observer, stop);
+  }
+  out->context_begin = plan.context_begin;
   // Answer type from each request's window CLS rows: their mean (an overlap_merge over them) or
   // their element-wise max (config answer_type_pooling: the mean fades as windows multiply).
   const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
@@ -98,7 +118,7 @@ QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Devi
   QaLogits out;
   const auto [context, type_input] =
       etc_ ? EncodeEtc(batch, device, stop, &out.context_begin)
-           : EncodeClusterFormer(batch, device, observer, stop, &out.context_begin);
+           : EncodeClusterFormer(batch, device, observer, stop, &out);
   // Heads: span and long-answer scores on every document token, answer type per request.
   const at::Tensor span = at::linear(context, qa_w_, qa_b_);
   out.start = span.select(1, 0);

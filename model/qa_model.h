@@ -25,6 +25,12 @@ struct QaLogits {
   at::Tensor start, end, long_score;   // [sum x]: per document token, requests concatenated
   at::Tensor type;                     // [n, 5]: answer-type logits per request
   std::vector<int64_t> context_begin;  // [n+1]: each request's first token in start/end/long
+  // qa_format squad only (else undefined/empty): every window's own span logits [Kt, T] (its
+  // slot 0 is CLS, its context tokens sit at slots q.. where q is the request's question length
+  // with CLS and SEP), each request's first window [n+1], and each window's context tokens
+  // [begin, end) [Kt].
+  at::Tensor window_start, window_end;
+  std::vector<int64_t> windows_begin, window_context_begin, window_context_end;
 };
 
 // The Cluster-Former's window inputs of a batch (with exact-match flags when the config asks).
@@ -51,7 +57,7 @@ class QaModel {
   std::pair<at::Tensor, at::Tensor> EncodeClusterFormer(
       const std::vector<QaModelInput>& batch, const at::Device& device,
       const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,
-      std::vector<int64_t>* context_begin) const;
+      QaLogits* out) const;
   std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<QaModelInput>& batch,
                                               const at::Device& device, const StopCheck& stop,
                                               std::vector<int64_t>* context_begin) const;

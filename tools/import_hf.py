@@ -21,6 +21,15 @@ around the table (`etc.positions: "document"`, Longformer's tiling), or within e
 MiniLM (docs/demo-model.md): only "document" learned long answers, and faster with one segment
 token (`--etc_max_segments 1`) than with one per paragraph.
 
+`--qa_format` (default: squad for a checkpoint with a QA head and S layers only, else nq) says
+how the server lays out windows and decodes. "squad" serves an extractive (SQuAD-style) checkpoint
+exactly as it was fine-tuned and as transformers' question-answering pipeline runs it: windows
+[CLS] question [SEP] context [SEP] with token type 1 on the context, no paragraph tokens,
+windows independent, the best span by per-window softmax. The pipeline with max_seq_len =
+question tokens + 3 + window_tokens and doc_stride = window_tokens - stride_tokens sees the same
+windows. "nq" is longqa's own layout (paragraph tokens, merged windows, answer-type and
+long-answer heads), the one to fine-tune with longqa-train.
+
 Python here is a tool, never the server. Needs torch, safetensors (and transformers only for
 `.bin` checkpoints).
 """
@@ -118,16 +127,26 @@ def convert(args):
     def new(shape):
         return torch.empty(shape).normal_(0.0, 0.02, generator=generator)
 
+    qa_format = args.qa_format
+    if qa_format == "auto":
+        squad_ok = architecture == "cluster_former" and set(layers) == {"S"}
+        qa_format = "squad" if squad_ok and f"{QA_HEAD}.weight" in weights else "nq"
+    elif qa_format == "squad" and (architecture != "cluster_former" or set(layers) != {"S"}):
+        fail("--qa_format squad needs --architecture cluster_former with S layers only")
+
     untrained = []
     for head, rows in ((QA_HEAD, 2), ("long_answer", 1), ("answer_type", NUM_ANSWER_TYPES)):
         if f"{head}.weight" not in weights:
             weights[f"{head}.weight"] = new((rows, d))
             weights[f"{head}.bias"] = torch.zeros(rows)
-            untrained.append(head)
+            # squad decoding reads the span head only: the other two are never used.
+            if qa_format == "nq" or head == QA_HEAD:
+                untrained.append(head)
 
     max_positions = hf["max_position_embeddings"]
     max_question = args.max_question_tokens
-    window = args.window_tokens or max_positions - first_position - (max_question + 2)
+    window_ends = 3 if qa_format == "squad" else 2  # CLS, SEP (and squad's closing SEP)
+    window = args.window_tokens or max_positions - first_position - (max_question + window_ends)
     stride = args.stride_tokens or max(1, window * 7 // 8)
     num_clusters = []
     if architecture == "etc":
@@ -152,6 +171,7 @@ def convert(args):
         "type_vocab_size": hf.get("type_vocab_size", 1),
         "layer_norm_eps": hf.get("layer_norm_eps", 1e-12),
         "layers": layers,
+        "qa_format": qa_format,
         "max_question_tokens": max_question,
         "tokenizer": "tokenizer.json",
         "untrained_heads": untrained,
@@ -181,7 +201,8 @@ def convert(args):
         json.dump(config, f, indent=2)
         f.write("\n")
     shutil.copyfile(tokenizer_path, os.path.join(args.out_dir, "tokenizer.json"))
-    print(f"wrote {args.out_dir}: {architecture}, layers {layers}, {len(weights)} tensors"
+    print(f"wrote {args.out_dir}: {architecture}, layers {layers}, qa_format {qa_format}, "
+          f"{len(weights)} tensors"
           + (f"; untrained heads: {', '.join(untrained)}" if untrained else ""))
     if num_clusters:
         print("cluster layers need centroids from a corpus of your documents:\n"
@@ -207,6 +228,9 @@ def main():
                    help="absolute positions an ETC lift keeps (see above)")
     p.add_argument("--etc_max_segments", type=int, default=256,
                    help="most segment (global) tokens; consecutive paragraphs merge beyond it")
+    p.add_argument("--qa_format", choices=["auto", "nq", "squad"], default="auto",
+                   help="window layout and decoding (see above); auto: squad for a QA "
+                        "checkpoint with S layers only, else nq")
     p.add_argument("--seed", type=int, default=1, help="seed of the new heads' initialisation")
     convert(p.parse_args())
 

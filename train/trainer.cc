@@ -59,6 +59,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   }
   LONGQA_ASSIGN_OR_RETURN(ModelFolder folder, LoadModelFolder(t->model_dir_));
   t->config_ = folder.config;
+  if (t->config_.qa_format != QaFormat::kNq) {
+    // The losses need paragraph tokens (long answer) and merged windows: NQ-style models only.
+    return absl::InvalidArgumentError(
+        absl::StrCat(t->model_dir_, ": qa_format \"", QaFormatName(t->config_.qa_format),
+                     "\" models are served as imported, not trained here; import with "
+                     "tools/import_hf.py --qa_format nq to fine-tune"));
+  }
   t->weights_ = std::move(folder.weights);
   TensorMap params;
   for (auto& [name, tensor] : t->weights_) {

@@ -23,6 +23,37 @@ ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const Tens
   }
 }
 
+at::Tensor ClusterFormerEncoder::EmbedWindows(const WindowPlan& plan,
+                                              const at::Device& device) const {
+  const int64_t kt = plan.num_windows;
+  const int64_t t_len = plan.window_len;
+  std::vector<int64_t> positions(plan.slot_positions.size());
+  for (size_t s = 0; s < positions.size(); ++s) {
+    // Padding takes RoBERTa's padding position (pad id); it is masked everywhere anyway.
+    positions[s] = plan.slot_positions[s] < 0 ? config_.special.pad
+                                              : plan.slot_positions[s] + config_.position_offset;
+  }
+  return embeddings_.Forward(ToDevice(plan.slot_tokens, device).view({kt, t_len}),
+                             ToDevice(positions, device).view({kt, t_len}),
+                             config_.exact_match_feature
+                                 ? ToDevice(plan.slot_match, device).view({kt, t_len})
+                                 : at::Tensor(),
+                             ToDevice(plan.slot_types, device).view({kt, t_len}));
+}
+
+at::Tensor ClusterFormerEncoder::ForwardIndependentWindows(const WindowPlan& plan,
+                                                           const at::Device& device,
+                                                           const StopCheck& stop) const {
+  const at::Tensor window_valid =
+      (ToDevice(plan.window_index, device) >= 0).view({plan.num_windows, plan.window_len});
+  at::Tensor windows = EmbedWindows(plan, device);
+  for (int64_t i = 0; i < config_.num_layers(); ++i) {
+    StopIfAsked(stop);
+    windows = layers_[i].Forward(windows, window_valid);
+  }
+  return windows;
+}
+
 at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Device& device,
                                          const ClusterLayerObserver& observer,
                                          const StopCheck& stop) const {
@@ -33,17 +64,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
 
   const at::Tensor window_index = ToDevice(plan.window_index, device);
   const at::Tensor window_valid = (window_index >= 0).view({kt, t_len});
-  std::vector<int64_t> positions(plan.slot_positions.size());
-  for (size_t s = 0; s < positions.size(); ++s) {
-    // Padding takes RoBERTa's padding position (pad id); it is masked everywhere anyway.
-    positions[s] = plan.slot_positions[s] < 0 ? config_.special.pad
-                                              : plan.slot_positions[s] + config_.position_offset;
-  }
-  at::Tensor windows = embeddings_.Forward(ToDevice(plan.slot_tokens, device).view({kt, t_len}),
-                                           ToDevice(positions, device).view({kt, t_len}),
-                                           config_.exact_match_feature
-                                               ? ToDevice(plan.slot_match, device).view({kt, t_len})
-                                               : at::Tensor());
+  at::Tensor windows = EmbedWindows(plan, device);
   const at::Tensor merge_offsets = ToDevice(plan.merge_offsets, device);
   const at::Tensor merge_sources = ToDevice(plan.merge_sources, device);
 

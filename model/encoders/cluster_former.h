@@ -33,7 +33,15 @@ class ClusterFormerEncoder {
                      const ClusterLayerObserver& observer = nullptr,
                      const StopCheck& stop = nullptr) const;
 
+  // qa_format squad (S layers only): every window through every layer on its own, as BERT was
+  // fine-tuned, with no merge of overlapping windows; returns the window states [Kt, T, d].
+  at::Tensor ForwardIndependentWindows(const WindowPlan& plan, const at::Device& device,
+                                       const StopCheck& stop = nullptr) const;
+
  private:
+  // The embeddings of every window slot [Kt, T, d].
+  at::Tensor EmbedWindows(const WindowPlan& plan, const at::Device& device) const;
+
   ModelConfig config_;
   Embeddings embeddings_;
   std::vector<TransformerLayer> layers_;

@@ -48,10 +48,10 @@ class TransformerLayer {
 class Embeddings {
  public:
   Embeddings(const TensorMap& weights, const ModelConfig& config);
-  // ids, positions, exact_match [B, T] int64 → [B, T, d]. Token type 0 everywhere. exact_match
-  // (0/1 per token) is read only by models with the exact-match feature.
+  // ids, positions, exact_match, types [B, T] int64 → [B, T, d]. exact_match (0/1 per token) is
+  // read only by models with the exact-match feature; undefined `types` means type 0 everywhere.
   at::Tensor Forward(const at::Tensor& ids, const at::Tensor& positions,
-                     const at::Tensor& exact_match) const;
+                     const at::Tensor& exact_match, const at::Tensor& types = at::Tensor()) const;
 
  private:
   double eps_;

@@ -16,11 +16,12 @@ WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_
   for (size_t i = 0; i < n; ++i) {
     const int64_t q = static_cast<int64_t>(inputs[i].question.size());
     const int64_t x = static_cast<int64_t>(inputs[i].context.size());
+    const int64_t e = inputs[i].end_token >= 0 ? 1 : 0;
     const int64_t k = NumWindows(x, l, m);
     plan.windows_begin[i + 1] = plan.windows_begin[i] + k;
-    plan.rows_begin[i + 1] = plan.rows_begin[i] + k * q + x;
+    plan.rows_begin[i + 1] = plan.rows_begin[i] + k * (q + e) + x;
     plan.context_begin[i + 1] = plan.context_begin[i] + x;
-    plan.window_len = std::max(plan.window_len, q + std::min(l, x));
+    plan.window_len = std::max(plan.window_len, q + std::min(l, x) + e);
   }
   plan.num_windows = plan.windows_begin[n];
   plan.num_rows = plan.rows_begin[n];
@@ -30,43 +31,64 @@ WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_
   plan.slot_positions.assign(slots, -1);
   plan.window_index.assign(slots, -1);
   plan.slot_match.assign(slots, 0);
+  plan.slot_types.assign(slots, 0);
   plan.context_rows.resize(plan.context_begin[n]);
   plan.cls_rows.resize(plan.num_windows);
+  plan.window_context_begin.resize(plan.num_windows);
+  plan.window_context_end.resize(plan.num_windows);
+  plan.row_owner_slot.assign(plan.num_rows, -1);
 
   for (size_t i = 0; i < n; ++i) {
     const auto& question = inputs[i].question;
     const auto& context = inputs[i].context;
     const int64_t q = static_cast<int64_t>(question.size());
     const int64_t x = static_cast<int64_t>(context.size());
+    const int64_t e = inputs[i].end_token >= 0 ? 1 : 0;
     const int64_t k_count = plan.windows_begin[i + 1] - plan.windows_begin[i];
     const int64_t base = plan.rows_begin[i];
     auto owner = [&](int64_t j) { return std::min(j / m, k_count - 1); };
     auto context_row = [&](int64_t j) {
       const int64_t k = owner(j);
-      return base + k * (q + m) + q + (j - k * m);
+      return base + k * (q + m + e) + q + (j - k * m);
     };
     for (int64_t j = 0; j < x; ++j) plan.context_rows[plan.context_begin[i] + j] = context_row(j);
     for (int64_t k = 0; k < k_count; ++k) {
       const int64_t w = plan.windows_begin[i] + k;
-      const int64_t question_row = base + k * (q + m);
+      const int64_t question_row = base + k * (q + m + e);
       plan.cls_rows[w] = question_row;
       int64_t* tokens = &plan.slot_tokens[w * t_len];
       int64_t* positions = &plan.slot_positions[w * t_len];
       int64_t* rows = &plan.window_index[w * t_len];
       int64_t* match = &plan.slot_match[w * t_len];
+      int64_t* types = &plan.slot_types[w * t_len];
       for (int64_t t = 0; t < q; ++t) {
         tokens[t] = question[t];
         positions[t] = t;
         rows[t] = question_row + t;
+        plan.row_owner_slot[rows[t]] = w * t_len + t;
       }
       const int64_t begin = k * m;
       const int64_t end = std::min(begin + l, x);
+      plan.window_context_begin[w] = begin;
+      plan.window_context_end[w] = end;
       for (int64_t j = begin; j < end; ++j) {
         const int64_t t = q + (j - begin);
         tokens[t] = context[j];
         positions[t] = t;
         rows[t] = context_row(j);
         match[t] = inputs[i].context_match.empty() ? 0 : inputs[i].context_match[j];
+        types[t] = inputs[i].context_type;
+        if (owner(j) == k) plan.row_owner_slot[rows[t]] = w * t_len + t;
+      }
+      if (e == 1) {
+        // The end row follows the context rows the window owns.
+        const int64_t t = q + (end - begin);
+        const int64_t owned = k + 1 < k_count ? m : x - begin;
+        tokens[t] = inputs[i].end_token;
+        positions[t] = t;
+        rows[t] = question_row + q + owned;
+        types[t] = inputs[i].context_type;
+        plan.row_owner_slot[rows[t]] = w * t_len + t;
       }
     }
   }

@@ -4,8 +4,9 @@
 //
 // The state between layers is H̄ (cluster_former_v2 eq. 4) for all requests, concatenated: for
 // each request and each of its windows k, the window's question copy (q rows) followed by the
-// context tokens the window *owns* ([m·k, m·k + m), the last window owning the rest). Every
-// context token has exactly one row; every window keeps its own question copy.
+// context tokens the window *owns* ([m·k, m·k + m), the last window owning the rest), then its
+// end token's row when the input has one (qa_format squad's closing SEP). Every context token has
+// exactly one row; every window keeps its own question (and end token) copy.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,8 @@ struct WindowInput {
   std::vector<int32_t> question;       // token ids with CLS and SEP: q = question.size()
   std::vector<int32_t> context;        // the document's token ids: x = context.size()
   std::vector<int64_t> context_match;  // optional exact-match flag per context token (else 0)
+  int32_t end_token = -1;   // closes every window when >= 0 (BERT's second SEP)
+  int64_t context_type = 0;  // token type of the context and end slots (question: 0)
 };
 
 // Windows needed to cover x context tokens with windows of l and stride m (at least 1).
@@ -34,6 +37,7 @@ struct WindowPlan {
   std::vector<int64_t> slot_positions;
   std::vector<int64_t> window_index;
   std::vector<int64_t> slot_match;  // exact-match flag (question slots and padding: 0)
+  std::vector<int64_t> slot_types;  // token type (question slots and padding: 0)
   // Overlap merge in CSR form: H̄ row r is the mean of the slots merge_sources[offsets[r] ..].
   std::vector<int64_t> merge_offsets;  // [R+1]
   std::vector<int64_t> merge_sources;
@@ -42,6 +46,12 @@ struct WindowPlan {
   std::vector<int64_t> context_begin;
   // The H̄ row of every window's first token (its CLS), [Kt].
   std::vector<int64_t> cls_rows;
+  // Per window, [Kt]: the request's context tokens it holds, [begin, end), at slots
+  // q, q+1, ... of the window.
+  std::vector<int64_t> window_context_begin, window_context_end;
+  // Per H̄ row, [R]: its slot in the window that owns it, for encoders that keep windows
+  // independent (qa_format squad) and read each row from its owner instead of a merge.
+  std::vector<int64_t> row_owner_slot;
 };
 
 WindowPlan PlanWindows(const std::vector<WindowInput>& inputs, int64_t l, int64_t m,

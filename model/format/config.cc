@@ -71,12 +71,13 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
     }
-    const int64_t needed = c.position_offset + c.max_question_tokens + 2 + c.window_tokens;
+    // A squad window ends with one more SEP.
+    const int64_t ends = c.qa_format == QaFormat::kSquad ? 3 : 2;
+    const int64_t needed = c.position_offset + c.max_question_tokens + ends + c.window_tokens;
     if (c.max_position_embeddings < needed) {
       return bad("max_position_embeddings",
-                 absl::StrCat("must be at least position_offset + max_question_tokens + 2 + "
-                              "window_tokens = ",
-                              needed));
+                 absl::StrCat("must be at least position_offset + max_question_tokens + ", ends,
+                              " + window_tokens = ", needed));
     }
   } else {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
@@ -99,6 +100,13 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("answer_type_pooling", "must be \"mean\" or \"max\"");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
+  if (c.qa_format == QaFormat::kSquad &&
+      (c.architecture != Architecture::kClusterFormer ||
+       c.layers.find_first_not_of('S') != std::string::npos || c.exact_match_feature)) {
+    return bad("qa_format",
+               "\"squad\" needs a cluster_former model of S layers only, without "
+               "exact_match_feature (independent windows, as the checkpoint was fine-tuned)");
+  }
   if (c.tokenizer != "spm.model" && c.tokenizer != "tokenizer.json") {
     return bad("tokenizer", "must be \"spm.model\" or \"tokenizer.json\"");
   }
@@ -139,6 +147,18 @@ ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t
 
 const char* ArchitectureName(Architecture architecture) {
   return architecture == Architecture::kEtc ? "etc" : "cluster_former";
+}
+
+const char* QaFormatName(QaFormat format) { return format == QaFormat::kSquad ? "squad" : "nq"; }
+
+bool ParseQaFormat(const std::string& name, QaFormat* format) {
+  for (QaFormat f : {QaFormat::kNq, QaFormat::kSquad}) {
+    if (name == QaFormatName(f)) {
+      *format = f;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool ParseArchitecture(const std::string& name, Architecture* architecture) {
@@ -182,6 +202,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
+  std::string qa_format = QaFormatName(c.qa_format);
+  LONGQA_RETURN_IF_ERROR(Read(j, "qa_format", &qa_format, false));
+  if (!ParseQaFormat(qa_format, &c.qa_format)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: 'qa_format' is '", qa_format, "'; expected 'nq' or 'squad'"));
+  }
   LONGQA_RETURN_IF_ERROR(Read(j, "tokenizer", &c.tokenizer, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "untrained_heads", &c.untrained_heads, false));
   if (j.contains("special_tokens")) {
@@ -236,6 +262,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
   j["null_threshold"] = c.null_threshold;
+  j["qa_format"] = QaFormatName(c.qa_format);
   j["tokenizer"] = c.tokenizer;
   j["untrained_heads"] = c.untrained_heads;
   j["special_tokens"] = {{"cls", c.special.cls},

@@ -12,6 +12,15 @@ namespace longqa {
 
 enum class Architecture { kClusterFormer, kEtc };
 
+// How windows are laid out and answers decoded (docs/model-format.md, "qa_format").
+// kNq: longqa's own models: a paragraph token opens every paragraph (the long-answer candidates),
+// overlapping windows are merged after every layer (Cluster-Former eq. 4), Natural-Questions
+// decoding (answer type, long answer, short spans). kSquad: a SQuAD-style extractive checkpoint
+// exactly as it was fine-tuned and as transformers' question-answering pipeline runs it: every
+// window is [CLS] question [SEP] context [SEP] with token type 1 on the context, no paragraph
+// tokens, windows independent, and the best span chosen by per-window softmax probabilities.
+enum class QaFormat { kNq, kSquad };
+
 struct SpecialTokens {
   int32_t cls = 0;        // starts the question ("<s>" in RoBERTa)
   int32_t sep = 2;        // ends the question ("</s>")
@@ -58,6 +67,7 @@ struct ModelConfig {
   // Cluster-Former: how a request's window CLS states become the answer-type head's input:
   // "mean" (the first demo model) or "max" (element-wise; does not fade as windows multiply).
   std::string answer_type_pooling = "mean";
+  QaFormat qa_format = QaFormat::kNq;
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.
   double null_threshold = 0.0;
@@ -78,6 +88,10 @@ struct ModelConfig {
 const char* ArchitectureName(Architecture architecture);
 // The inverse of ArchitectureName; false for an unknown name.
 bool ParseArchitecture(const std::string& name, Architecture* architecture);
+
+// "nq" or "squad": the config.json spelling; the inverse returns false for an unknown name.
+const char* QaFormatName(QaFormat format);
+bool ParseQaFormat(const std::string& name, QaFormat* format);
 
 // ETC relative-attention labels: 2k+1 clipped relative positions (label = clip(j - i) + k), then
 // "part of" (a segment token and a token of its paragraph) and "not part of".

@@ -20,6 +20,9 @@ struct Piece {
   int32_t id = 0;
   int64_t byte_begin = 0;
   int64_t byte_end = 0;
+  // The word the piece belongs to, counted from 0 in each Encode call: the pre-tokenizer's
+  // splits of a tokenizer.json (its `word_ids`); -1 when the tokenizer has no notion of words.
+  int64_t word = -1;
 };
 
 class Tokenizer {

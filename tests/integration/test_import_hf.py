@@ -133,7 +133,13 @@ def test_question_answering_head_is_kept_and_not_marked_untrained(tmp_path):
     model.save_pretrained(hf_dir, safe_serialization=True)
     write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
     converted = import_model(str(hf_dir), str(out_dir), "--max_question_tokens=16")
-    assert converted["untrained_heads"] == ["long_answer", "answer_type"]
+    # A QA checkpoint is served as it was fine-tuned (qa_format squad: test_squad_parity.py),
+    # which reads the span head only: no head it uses is untrained.
+    assert converted["qa_format"] == "squad" and converted["untrained_heads"] == []
+    assert converted["window_tokens"] == 160 - 0 - (16 + 3)  # CLS, SEP, question, SEP
+    nq = import_model(str(hf_dir), str(tmp_path / "nq"), "--max_question_tokens=16",
+                      "--qa_format=nq")
+    assert nq["qa_format"] == "nq" and nq["untrained_heads"] == ["long_answer", "answer_type"]
     weights = load_file(str(out_dir / "model.safetensors"))
     assert torch.equal(weights["qa_outputs.weight"], model.qa_outputs.weight.detach())
     assert "encoder.layer.4.output.LayerNorm.bias" in weights  # the bert. prefix is gone
@@ -146,7 +152,9 @@ def test_cluster_and_etc_layouts(tmp_path):
     write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
     cf = import_model(str(hf_dir), str(tmp_path / "cf"), "--layers=SSCSC", "--clusters=8",
                       "--max_question_tokens=16")
-    assert cf["num_clusters"] == [8, 8]
+    assert cf["num_clusters"] == [8, 8] and cf["qa_format"] == "nq"
+    plain = import_model(str(hf_dir), str(tmp_path / "plain"), "--max_question_tokens=16")
+    assert plain["qa_format"] == "nq"  # no QA head: a model to fine-tune in longqa's layout
     weights = load_file(str(tmp_path / "cf" / "model.safetensors"))
     assert weights["encoder.layer.2.centroids"].shape == (8, 96)
     etc = import_model(str(hf_dir), str(tmp_path / "etc"), "--architecture=etc")

@@ -73,6 +73,25 @@ TEST(ConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(ValidateModelConfig(infinite).message().find("'null_threshold'"), std::string::npos);
 }
 
+TEST(ConfigTest, QaFormatRoundTripsAndSquadNeedsIndependentSlidingWindows) {
+  ModelConfig c = TinyConfig("SS", 16, 12);
+  EXPECT_EQ(ParseModelConfig(ModelConfigToJson(c))->qa_format, QaFormat::kNq);
+  c.qa_format = QaFormat::kSquad;
+  c.max_position_embeddings += 1;
+  auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->qa_format, QaFormat::kSquad);
+  nlohmann::json j = nlohmann::json::parse(ModelConfigToJson(c));
+  j["qa_format"] = "triviaqa";
+  EXPECT_NE(ParseModelConfig(j.dump()).status().message().find("'qa_format'"), std::string::npos);
+  c.max_position_embeddings -= 1;  // no room for the closing SEP
+  EXPECT_NE(ValidateModelConfig(c).message().find("'max_position_embeddings'"), std::string::npos);
+  ModelConfig clustered = TinyConfig("SCS", 16, 12, 4);
+  clustered.qa_format = QaFormat::kSquad;
+  clustered.max_position_embeddings += 1;
+  EXPECT_NE(ValidateModelConfig(clustered).message().find("'qa_format'"), std::string::npos);
+}
+
 TEST(ConfigTest, ArchitectureNamesRoundTrip) {
   for (Architecture a : {Architecture::kClusterFormer, Architecture::kEtc}) {
     Architecture parsed;

@@ -6,6 +6,53 @@
 namespace longqa {
 namespace {
 
+// Words are runs without spaces, cut into pieces of at most 3 bytes that share the word's number.
+class ThreeByteTokenizer : public Tokenizer {
+ public:
+  bool Encode(std::string_view text, std::vector<Piece>* pieces, std::string*) const override {
+    pieces->clear();
+    int64_t word = 0;
+    for (size_t i = 0; i < text.size();) {
+      if (text[i] == ' ') {
+        ++i;
+        continue;
+      }
+      size_t end = text.find(' ', i);
+      if (end == std::string_view::npos) end = text.size();
+      for (size_t p = i; p < end; p += 3) {
+        pieces->push_back(Piece{static_cast<int32_t>(10 + pieces->size()), static_cast<int64_t>(p),
+                                static_cast<int64_t>(std::min(p + 3, end)), word});
+      }
+      ++word;
+      i = end;
+    }
+    return true;
+  }
+  int32_t vocab_size() const override { return 100; }
+  int32_t PieceToId(const std::string&) const override { return -1; }
+  std::string IdToPiece(int32_t) const override { return ""; }
+};
+
+TEST(DocumentTest, WordSpansCoverEveryPieceOfAWordAndParagraphTokensAreOptional) {
+  const std::string text = "abcdefg hi\n\njklmn";
+  const auto paragraphs = SplitParagraphs(text);
+  const ThreeByteTokenizer tokenizer;
+  const SpecialTokens special;
+  const auto nq = TokenizeDocument(tokenizer, text, paragraphs, special);
+  ASSERT_TRUE(nq.ok()) << nq.status();
+  EXPECT_EQ(nq->ids.size(), 2u + 4 + 2);  // "abc" "def" "g" "hi" | "jkl" "mn"
+  EXPECT_EQ(nq->paragraph_token, (std::vector<int64_t>{0, 5}));
+  EXPECT_EQ(nq->word_spans[2], (ByteRange{0, 7}));  // "def" belongs to "abcdefg"
+  const auto squad = TokenizeDocument(tokenizer, text, paragraphs, special,
+                                      std::numeric_limits<int64_t>::max(), false);
+  ASSERT_TRUE(squad.ok()) << squad.status();
+  EXPECT_EQ(squad->ids, (std::vector<int32_t>{10, 11, 12, 13, 10, 11}));
+  EXPECT_EQ(squad->paragraph_token, (std::vector<int64_t>{-1, -1}));
+  EXPECT_EQ(squad->token_paragraph, (std::vector<int64_t>{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(squad->word_spans, (std::vector<ByteRange>{
+                                   {0, 7}, {0, 7}, {0, 7}, {8, 10}, {12, 17}, {12, 17}}));
+}
+
 TEST(DocumentTest, SplitsParagraphsAtBlankLines) {
   const std::string text = "\n  \nfirst line\nsecond\r\n \t\r\nthird\r\n\r\n\n last \n";
   const auto ranges = SplitParagraphs(text);

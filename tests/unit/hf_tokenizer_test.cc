@@ -61,6 +61,20 @@ TEST(HfTokenizerTest, WordPieceContinuationsAndUnknownWords) {
   EXPECT_THAT(pieces[4], IsPiece(8, 8, 9));
   EXPECT_THAT(pieces[5], IsPiece(1, 10, 13));
   EXPECT_THAT(pieces[6], IsPiece(1, 14, 21));
+  // Pieces of one pre-tokenized word share its number (tokenizers' word_ids).
+  std::vector<int64_t> words;
+  for (const Piece& p : pieces) words.push_back(p.word);
+  EXPECT_EQ(words, (std::vector<int64_t>{0, 1, 1, 1, 1, 2, 3}));
+}
+
+TEST(HfTokenizerTest, PunctuationAndAddedTokensAreWordsOfTheirOwn) {
+  auto tokenizer = HfTokenizer::Parse(WordPieceJson("null"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto pieces = Encode(**tokenizer, "elan![SEP]ab");
+  ASSERT_EQ(pieces.size(), 5u);
+  std::vector<int64_t> words;
+  for (const Piece& p : pieces) words.push_back(p.word);
+  EXPECT_EQ(words, (std::vector<int64_t>{0, 1, 2, 3, 3}));
 }
 
 TEST(HfTokenizerTest, AddedTokensAreMatchedInTheRawTextAndLstripTakesTheSpaceBefore) {

@@ -53,5 +53,40 @@ TEST(QaModelTest, AnswerTypeReadsTheMeanOrTheMaxOfTheWindowClsStates) {
   }
 }
 
+TEST(QaModelTest, SquadWindowsEachComputeWhatTheWindowAloneComputes) {
+  ModelConfig config = TinyConfig("SS", 8, 5);
+  config.qa_format = QaFormat::kSquad;
+  config.type_vocab_size = 2;
+  config.max_position_embeddings += 1;  // the closing SEP
+  ASSERT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  const TensorMap weights = SpreadWeights(config, 3);
+  const QaModel model(config, weights);
+  const std::vector<int32_t> question = {config.special.cls, 9, 10, config.special.sep};
+  const TokenizedDocument doc = Doc(23, 4);
+  at::NoGradGuard no_grad;
+  const QaLogits logits = model.Forward({{&question, &doc}}, at::kCPU);
+  ASSERT_EQ(logits.windows_begin, (std::vector<int64_t>{0, NumWindows(23, 8, 5)}));
+  // Reference: each window's tokens as a request of its own that fits one window (no overlap,
+  // so nothing is merged), through the plain Cluster-Former path.
+  const ClusterFormerEncoder encoder(config, weights);
+  for (int64_t w = 0; w < logits.windows_begin[1]; ++w) {
+    const int64_t begin = logits.window_context_begin[w], end = logits.window_context_end[w];
+    WindowInput alone{question, {doc.ids.begin() + begin, doc.ids.begin() + end}, {}};
+    alone.end_token = config.special.sep;
+    alone.context_type = 1;
+    const WindowPlan plan = PlanWindows({alone}, 8, 5, config.special.pad);
+    ASSERT_EQ(plan.num_windows, 1);
+    const at::Tensor states =
+        encoder.Forward(plan, at::kCPU).index_select(0, at::tensor(plan.window_index, at::kLong));
+    const at::Tensor span =
+        at::linear(states, weights.at("qa_outputs.weight"), weights.at("qa_outputs.bias"));
+    const int64_t n = plan.window_len;
+    EXPECT_TRUE(at::allclose(logits.window_start[w].slice(0, 0, n), span.select(1, 0), 1e-5, 1e-6))
+        << w;
+    EXPECT_TRUE(at::allclose(logits.window_end[w].slice(0, 0, n), span.select(1, 1), 1e-5, 1e-6))
+        << w;
+  }
+}
+
 }  // namespace
 }  // namespace longqa

@@ -117,20 +117,26 @@ const HfTokenizer::AddedToken* HfTokenizer::AddedTokenAt(std::string_view text, 
 }
 
 void HfTokenizer::EncodeSegment(std::string_view text, size_t begin, size_t end,
-                                std::vector<Piece>* pieces) const {
+                                int64_t* next_word, std::vector<Piece>* pieces) const {
   if (end <= begin) return;
   std::vector<NormalizedText> words;
   words.push_back(
       NormalizedText::FromUtf8(text.substr(begin, end - begin), static_cast<int64_t>(begin)));
   if (normalizer_ != nullptr) normalizer_->Normalize(&words[0]);
   if (pre_tokenizer_ != nullptr) pre_tokenizer_->Split(&words);
-  for (const NormalizedText& word : words) model_->Tokenize(word, pieces);
+  for (const NormalizedText& word : words) {
+    const size_t first = pieces->size();
+    model_->Tokenize(word, pieces);
+    for (size_t i = first; i < pieces->size(); ++i) (*pieces)[i].word = *next_word;
+    if (pieces->size() > first) ++*next_word;
+  }
 }
 
 bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
                          std::string* /*error*/) const {
   pieces->clear();
   size_t segment_begin = 0;
+  int64_t next_word = 0;
   for (size_t pos = 0; pos < text.size();) {
     const AddedToken* token = added_.empty() ? nullptr : AddedTokenAt(text, pos);
     if (token == nullptr) {
@@ -158,12 +164,12 @@ bool HfTokenizer::Encode(std::string_view text, std::vector<Piece>* pieces,
         match_end += length;
       }
     }
-    EncodeSegment(text, segment_begin, match_begin, pieces);
-    pieces->push_back(
-        Piece{token->id, static_cast<int64_t>(match_begin), static_cast<int64_t>(match_end)});
+    EncodeSegment(text, segment_begin, match_begin, &next_word, pieces);
+    pieces->push_back(Piece{token->id, static_cast<int64_t>(match_begin),
+                            static_cast<int64_t>(match_end), next_word++});
     segment_begin = pos = match_end;
   }
-  EncodeSegment(text, segment_begin, text.size(), pieces);
+  EncodeSegment(text, segment_begin, text.size(), &next_word, pieces);
   if (trim_offsets_) TrimOffsets(text, pieces);
   return true;
 }

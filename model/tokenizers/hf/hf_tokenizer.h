@@ -38,7 +38,9 @@ class HfTokenizer : public Tokenizer {
   // The longest added token matching at text[pos], or nullptr.
   const AddedToken* AddedTokenAt(std::string_view text, size_t pos) const;
   // Normalizes, pre-tokenizes and tokenizes text[begin, end).
-  void EncodeSegment(std::string_view text, size_t begin, size_t end,
+  // Appends the pieces of text[begin, end); each pre-tokenized word takes the next number of
+  // *next_word.
+  void EncodeSegment(std::string_view text, size_t begin, size_t end, int64_t* next_word,
                      std::vector<Piece>* pieces) const;
 
   // The byte-level post-processor's offset trimming (ByteLevel / RobertaProcessing with
