@@ -41,8 +41,8 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
     const int64_t n = static_cast<int64_t>(window.start.size());
     for (int64_t s = 1; s < n; ++s) {
       for (int64_t e = s; e < std::min(n, s + options.max_answer_tokens); ++e) {
-        own.push_back({window.context_begin + s - 1, window.context_begin + e - 1,
-                       p_start[s] * p_end[e]});
+        own.push_back(
+            {window.context_begin + s - 1, window.context_begin + e - 1, p_start[s] * p_end[e]});
       }
     }
     const size_t keep = std::min(n_best, own.size());
@@ -59,8 +59,7 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
 
   for (const Candidate& c : candidates) {
-    const AnswerSpan span{doc.token_paragraph[c.start_token],
-                          doc.word_spans[c.start_token].first,
+    const AnswerSpan span{doc.token_paragraph[c.start_token], doc.word_spans[c.start_token].first,
                           doc.word_spans[c.end_token].second, c.score};
     const bool seen = std::any_of(
         answer.short_answers.begin(), answer.short_answers.end(), [&](const AnswerSpan& a) {
@@ -77,7 +76,8 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
   const float best = answer.short_answers[0].score;
   answer.no_answer_score = std::log(null_score);
   answer.best_answer_score = std::log(best);
-  answer.type_probabilities[static_cast<int>(AnswerType::kNoAnswer)] = null_score / (null_score + best);
+  answer.type_probabilities[static_cast<int>(AnswerType::kNoAnswer)] =
+      null_score / (null_score + best);
   answer.type_probabilities[static_cast<int>(AnswerType::kShort)] = best / (null_score + best);
   if (answer.no_answer_score + options.null_threshold.value_or(0.0f) >= answer.best_answer_score) {
     answer.short_answers.clear();

@@ -55,8 +55,8 @@ std::string JoinParagraphs(const std::vector<std::string>& paragraphs,
 absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
                                                    std::string_view text,
                                                    const std::vector<ByteRange>& paragraphs,
-                                                   const SpecialTokens& special,
-                                                   int64_t max_tokens, bool paragraph_tokens) {
+                                                   const SpecialTokens& special, int64_t max_tokens,
+                                                   bool paragraph_tokens) {
   TokenizedDocument doc;
   std::vector<Piece> pieces;
   std::string error;
@@ -89,7 +89,8 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
         ++last;
       }
       for (size_t i = first; i <= last; ++i) {
-        doc.word_spans.emplace_back(begin + pieces[first].byte_begin, begin + pieces[last].byte_end);
+        doc.word_spans.emplace_back(begin + pieces[first].byte_begin,
+                                    begin + pieces[last].byte_end);
       }
       first = last + 1;
     }

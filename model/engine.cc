@@ -103,10 +103,10 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,
   prepared.question_ids.push_back(config_.special.cls);
   for (const Piece& p : pieces) prepared.question_ids.push_back(p.id);
   prepared.question_ids.push_back(config_.special.sep);
-  LONGQA_ASSIGN_OR_RETURN(prepared.document,
-                          TokenizeDocument(*tokenizer_, request.text, request.paragraphs,
-                                           config_.special, max_document_tokens,
-                                           config_.qa_format == QaFormat::kNq));
+  LONGQA_ASSIGN_OR_RETURN(
+      prepared.document,
+      TokenizeDocument(*tokenizer_, request.text, request.paragraphs, config_.special,
+                       max_document_tokens, config_.qa_format == QaFormat::kNq));
   prepared.request = std::move(request);
   return prepared;
 }

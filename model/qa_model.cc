@@ -116,9 +116,9 @@ QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Devi
                           const ClusterFormerEncoder::ClusterLayerObserver& observer,
                           const StopCheck& stop) const {
   QaLogits out;
-  const auto [context, type_input] =
-      etc_ ? EncodeEtc(batch, device, stop, &out.context_begin)
-           : EncodeClusterFormer(batch, device, observer, stop, &out);
+  const auto [context, type_input] = etc_
+                                         ? EncodeEtc(batch, device, stop, &out.context_begin)
+                                         : EncodeClusterFormer(batch, device, observer, stop, &out);
   // Heads: span and long-answer scores on every document token, answer type per request.
   const at::Tensor span = at::linear(context, qa_w_, qa_b_);
   out.start = span.select(1, 0);

@@ -90,7 +90,8 @@ Embeddings::Embeddings(const TensorMap& w, const ModelConfig& config)
 
 at::Tensor Embeddings::Forward(const at::Tensor& ids, const at::Tensor& positions,
                                const at::Tensor& exact_match, const at::Tensor& types) const {
-  at::Tensor e = at::embedding(word_, ids) + (types.defined() ? at::embedding(type_, types) : type_[0]);
+  at::Tensor e =
+      at::embedding(word_, ids) + (types.defined() ? at::embedding(type_, types) : type_[0]);
   if (positions.defined()) e = e + at::embedding(position_, positions);
   if (exact_match_.defined()) e = e + at::embedding(exact_match_, exact_match);
   return at::layer_norm(e, {word_.size(1)}, ln_w_, ln_b_, eps_);

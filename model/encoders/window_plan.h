@@ -18,8 +18,8 @@ struct WindowInput {
   std::vector<int32_t> question;       // token ids with CLS and SEP: q = question.size()
   std::vector<int32_t> context;        // the document's token ids: x = context.size()
   std::vector<int64_t> context_match;  // optional exact-match flag per context token (else 0)
-  int32_t end_token = -1;   // closes every window when >= 0 (BERT's second SEP)
-  int64_t context_type = 0;  // token type of the context and end slots (question: 0)
+  int32_t end_token = -1;              // closes every window when >= 0 (BERT's second SEP)
+  int64_t context_type = 0;            // token type of the context and end slots (question: 0)
 };
 
 // Windows needed to cover x context tokens with windows of l and stride m (at least 1).

@@ -49,8 +49,8 @@ TEST(DocumentTest, WordSpansCoverEveryPieceOfAWordAndParagraphTokensAreOptional)
   EXPECT_EQ(squad->ids, (std::vector<int32_t>{10, 11, 12, 13, 10, 11}));
   EXPECT_EQ(squad->paragraph_token, (std::vector<int64_t>{-1, -1}));
   EXPECT_EQ(squad->token_paragraph, (std::vector<int64_t>{0, 0, 0, 0, 1, 1}));
-  EXPECT_EQ(squad->word_spans, (std::vector<ByteRange>{
-                                   {0, 7}, {0, 7}, {0, 7}, {8, 10}, {12, 17}, {12, 17}}));
+  EXPECT_EQ(squad->word_spans,
+            (std::vector<ByteRange>{{0, 7}, {0, 7}, {0, 7}, {8, 10}, {12, 17}, {12, 17}}));
 }
 
 TEST(DocumentTest, SplitsParagraphsAtBlankLines) {

@@ -116,8 +116,8 @@ const HfTokenizer::AddedToken* HfTokenizer::AddedTokenAt(std::string_view text, 
   return best;
 }
 
-void HfTokenizer::EncodeSegment(std::string_view text, size_t begin, size_t end,
-                                int64_t* next_word, std::vector<Piece>* pieces) const {
+void HfTokenizer::EncodeSegment(std::string_view text, size_t begin, size_t end, int64_t* next_word,
+                                std::vector<Piece>* pieces) const {
   if (end <= begin) return;
   std::vector<NormalizedText> words;
   words.push_back(
