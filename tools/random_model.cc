@@ -57,8 +57,10 @@ absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& di
     WriteGeneratedCorpus(corpus, spec.seed);
   }
   std::string error;
-  if (!TrainSentencePiece(corpus, dir + "/spm", static_cast<int>(spec.vocab_size),
-                          {{"hard_vocab_limit", "false"}}, &error)) {
+  if (!TrainSentencePiece(
+          corpus, dir + "/spm", static_cast<int>(spec.vocab_size),
+          {{"hard_vocab_limit", "false"}, {"normalization_rule_name", spec.spm_normalization}},
+          &error)) {
     return absl::InternalError(error);
   }
   if (spec.corpus_path.empty()) std::filesystem::remove(corpus, ec);

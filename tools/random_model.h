@@ -25,6 +25,9 @@ struct RandomModelSpec {
   int64_t max_question_tokens = 32;
   bool exact_match_feature = false;
   std::string corpus_path;  // one sentence per line; empty: generated text
+  // sentencepiece's normalization_rule_name; "nmt_nfkc" gives the spm.model a
+  // precompiled_charsmap (tests build tokenizer.json's Precompiled normalizer from it).
+  std::string spm_normalization = "identity";
   uint64_t seed = 1;
 };
 

@@ -19,6 +19,8 @@ ABSL_FLAG(int64_t, clusters, 8, "Centroids per cluster layer");
 ABSL_FLAG(int64_t, etc_radius, 16, "ETC local radius r");
 ABSL_FLAG(int64_t, vocab_size, 400, "Sentencepiece vocabulary (an upper bound)");
 ABSL_FLAG(std::string, corpus, "", "Text to train the tokenizer on (default: generated)");
+ABSL_FLAG(std::string, spm_normalization, "identity",
+          "sentencepiece normalization rule of spm.model (identity, nmt_nfkc, nfkc, ...)");
 ABSL_FLAG(int64_t, max_question_tokens, 32, "Question pieces kept");
 ABSL_FLAG(bool, exact_match, false,
           "Add the exact-match input feature (config exact_match_feature)");
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   spec.etc_radius = absl::GetFlag(FLAGS_etc_radius);
   spec.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   spec.corpus_path = absl::GetFlag(FLAGS_corpus);
+  spec.spm_normalization = absl::GetFlag(FLAGS_spm_normalization);
   spec.max_question_tokens = absl::GetFlag(FLAGS_max_question_tokens);
   spec.exact_match_feature = absl::GetFlag(FLAGS_exact_match);
   spec.seed = absl::GetFlag(FLAGS_seed);

@@ -3,21 +3,23 @@ the same ids AND the same byte offsets on 10,000 lines of hard mixed text (mixed
 all-MiniLM-L6-v2's own tokenizer.json, for WordPiece tokenizers trained here with other
 normalizer settings (cased; accents kept; no CJK splitting), a RoBERTa-style byte-level BPE
 (prefix space, offsets trimmed by its post-processor) and sentencepiece-style Unigram models
-(Metaspace, prepend always / first), all trained here on generated text (no download).
-Reported: mismatches = 0."""
+(Metaspace, prepend always / first; XLM-R's Precompiled normalizer, alone and followed by the
+Strip and Replace that transformers' converter adds), all trained here on generated text (no
+download). Reported: mismatches = 0."""
 import json
 import os
 import subprocess
 
 import pytest
-from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
-                        trainers)
+from tokenizers import (Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,
+                        processors, trainers)
 
 from mixed_text import mixed_lines
 
 SOURCE = os.environ.get("LONGQA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("LONGQA_BUILD_DIR", os.path.join(SOURCE, "build"))
 TOKENIZE = os.path.join(BUILD, "tools", "longqa-tokenize")
+RANDOM_MODEL = os.path.join(BUILD, "tools", "longqa-random-model")
 MINILM = os.path.join(SOURCE, "third_party", "minilm", "tokenizer.json")
 LINES = 10000
 
@@ -109,6 +111,43 @@ def test_trained_unigram(lines_file, tmp_path, prepend_scheme, lowercase):
     trainer = trainers.UnigramTrainer(vocab_size=8000, unk_token="<unk>",
                                       special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     tokenizer.train_from_iterator(mixed_lines(3000, seed=9), trainer=trainer)
+    path = str(tmp_path / "tokenizer.json")
+    tokenizer.save(path)
+    assert mismatches(path, lines_file) == 0
+
+
+@pytest.fixture(scope="module")
+def nmt_nfkc_charsmap(tmp_path_factory):
+    """sentencepiece's compiled nmt_nfkc rules, as XLM-R's tokenizer.json carries them: the
+    precompiled_charsmap of an spm.model trained here (longqa-random-model) with that rule."""
+    out = tmp_path_factory.mktemp("spm") / "model"
+    subprocess.run([RANDOM_MODEL, f"--out={out}", "--spm_normalization=nmt_nfkc", "--layers=S",
+                    "--hidden_size=32", "--num_heads=2", "--intermediate_size=64"],
+                   check=True, capture_output=True)
+    from transformers.utils import sentencepiece_model_pb2_new as sentencepiece_model
+    proto = sentencepiece_model.ModelProto()
+    proto.ParseFromString((out / "spm.model").read_bytes())
+    charsmap = proto.normalizer_spec.precompiled_charsmap
+    assert len(charsmap) > 100000, len(charsmap)
+    return charsmap
+
+
+@pytest.mark.parametrize("converted", [False, True])
+def test_trained_unigram_with_precompiled_normalizer(lines_file, tmp_path, nmt_nfkc_charsmap,
+                                                     converted):
+    tokenizer = Tokenizer(models.Unigram())
+    precompiled = normalizers.Precompiled(nmt_nfkc_charsmap)
+    # converted: the normalizer transformers' SpmConverter writes today; else XLM-R's (hub) one.
+    tokenizer.normalizer = normalizers.Sequence([
+        precompiled, normalizers.Strip(left=False, right=True),
+        normalizers.Replace(Regex(" {2,}"), "\u2581")]) if converted else precompiled
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(vocab_size=8000, unk_token="<unk>",
+                                      special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tokenizer.train_from_iterator(mixed_lines(3000, seed=9), trainer=trainer)
+    # The test lines exercise it: NFKC folds full-width forms, ligatures, odd spaces.
+    changed = sum(tokenizer.normalizer.normalize_str(line) != line for line in lines_file[0])
+    assert changed > len(lines_file[0]) // 2, changed
     path = str(tmp_path / "tokenizer.json")
     tokenizer.save(path)
     assert mismatches(path, lines_file) == 0

@@ -109,10 +109,42 @@ TEST(HfTokenizerTest, InvalidUtf8BytesBecomeReplacementCharactersThatCleaningDro
   EXPECT_EQ(text.Utf8(), "a");
 }
 
+// Offsets checked against the tokenizers package (0.x): a replacement takes the alignment of the
+// match's last character ("``" -> the second backtick, "aaa" -> the last a).
+TEST(HfTokenizerTest, StripAndReplaceKeepOffsetsOnTheOriginalBytes) {
+  auto tokenizer = HfTokenizer::Parse(R"({"normalizer": {"type": "Sequence", "normalizers": [
+      {"type": "Strip", "strip_left": true, "strip_right": true},
+      {"type": "Replace", "pattern": {"String": "``"}, "content": "\""},
+      {"type": "Replace", "pattern": {"Regex": "a+"}, "content": "yy"}]},
+    "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "vocab": {"[UNK]": 0, "\"": 1, "b": 2, "##b": 4, "yy": 7}}})");
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto pieces = Encode(**tokenizer, "  ``b aaab  ");
+  ASSERT_EQ(pieces.size(), 4u);
+  EXPECT_THAT(pieces[0], IsPiece(1, 3, 4));
+  EXPECT_THAT(pieces[1], IsPiece(4, 4, 5));
+  EXPECT_THAT(pieces[2], IsPiece(7, 8, 9));
+  EXPECT_THAT(pieces[3], IsPiece(4, 9, 10));
+}
+
 TEST(HfTokenizerTest, UnsupportedPartsAndBrokenFilesAreRefusedWithTheirNames) {
-  auto bad_normalizer = HfTokenizer::Parse(WordPieceJson(R"({"type": "Precompiled"})"));
+  auto bad_normalizer = HfTokenizer::Parse(WordPieceJson(R"({"type": "NFKC"})"));
   EXPECT_FALSE(bad_normalizer.ok());
-  EXPECT_NE(bad_normalizer.status().message().find("\"Precompiled\""), std::string::npos);
+  EXPECT_NE(bad_normalizer.status().message().find("\"NFKC\""), std::string::npos);
+  auto bad_regex = HfTokenizer::Parse(
+      WordPieceJson(R"({"type": "Replace", "pattern": {"Regex": "(a"}, "content": ""})"));
+  EXPECT_FALSE(bad_regex.ok());
+  EXPECT_NE(bad_regex.status().message().find("\"(a\""), std::string::npos);
+  auto not_base64 = HfTokenizer::Parse(
+      WordPieceJson(R"({"type": "Precompiled", "precompiled_charsmap": "%%%"})"));
+  EXPECT_FALSE(not_base64.ok());
+  EXPECT_NE(not_base64.status().message().find("base64"), std::string::npos);
+  // Four bytes that announce a 400-byte trie and hold none.
+  auto truncated = HfTokenizer::Parse(
+      WordPieceJson(R"({"type": "Precompiled", "precompiled_charsmap": "kAEAAA=="})"));
+  EXPECT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find("trie of 400 bytes"), std::string::npos);
   EXPECT_FALSE(HfTokenizer::Parse("{not json").ok());
   auto no_model = HfTokenizer::Parse(R"({"normalizer": null})");
   EXPECT_FALSE(no_model.ok());

@@ -1,11 +1,16 @@
 #include "model/tokenizers/hf/normalizers.h"
 
+#include <unicode/uregex.h>
+#include <unicode/ustring.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "model/tokenizers/hf/precompiled.h"
 #include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
@@ -55,6 +60,129 @@ class SequenceNormalizer : public HfNormalizer {
 
  private:
   std::vector<std::unique_ptr<HfNormalizer>> steps_;
+};
+
+// Strip: whitespace (White_Space) off the left and/or right end; the rest keeps its alignment.
+class StripNormalizer : public HfNormalizer {
+ public:
+  StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
+  void Normalize(NormalizedText* text) const override {
+    size_t begin = 0, end = text->size();
+    if (right_) {
+      while (end > 0 && unicode::IsWhitespace(text->chars[end - 1])) --end;
+    }
+    if (left_) {
+      while (begin < end && unicode::IsWhitespace(text->chars[begin])) ++begin;
+    }
+    if (begin == 0 && end == text->size()) return;
+    NormalizedText kept = text->Slice(begin, end);
+    kept.origin = text->origin;
+    *text = std::move(kept);
+  }
+
+ private:
+  bool left_, right_;
+};
+
+// Replace: every non-overlapping match of a literal string or an ICU regular expression becomes
+// `content`, whose characters all take the alignment of the match's last character (tokenizers'
+// replace: insertions after removing the match).
+class ReplaceNormalizer : public HfNormalizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ReplaceNormalizer>> Make(const nlohmann::json& spec) {
+    auto made = std::unique_ptr<ReplaceNormalizer>(new ReplaceNormalizer());
+    const nlohmann::json& pattern = spec.at("pattern");
+    std::string regex;
+    if (pattern.contains("String")) {
+      regex = pattern.at("String").get<std::string>();
+      made->literal_ = true;
+    } else if (pattern.contains("Regex")) {
+      regex = pattern.at("Regex").get<std::string>();
+    } else {
+      return absl::UnimplementedError("tokenizer.json: Replace pattern must be String or Regex");
+    }
+    const std::string content = spec.at("content").get<std::string>();
+    for (size_t i = 0; i < content.size();) {
+      char32_t c;
+      const int length = unicode::DecodeUtf8(content, i, &c);
+      if (length == 0)
+        return absl::InvalidArgumentError("tokenizer.json: Replace content is not UTF-8");
+      made->content_.push_back(c);
+      i += static_cast<size_t>(length);
+    }
+    UErrorCode status = U_ZERO_ERROR;
+    UParseError where;
+    std::u16string pattern16(regex.size() + 1, u'\0');
+    int32_t length16 = 0;
+    u_strFromUTF8(reinterpret_cast<UChar*>(pattern16.data()),
+                  static_cast<int32_t>(pattern16.size()), &length16, regex.data(),
+                  static_cast<int32_t>(regex.size()), &status);
+    if (U_SUCCESS(status)) {
+      made->regex_ = uregex_open(reinterpret_cast<const UChar*>(pattern16.data()), length16,
+                                 made->literal_ ? UREGEX_LITERAL : 0, &where, &status);
+    }
+    if (U_FAILURE(status)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokenizer.json: Replace pattern \"", regex,
+                       "\" is not a regular expression ICU reads: ", u_errorName(status)));
+    }
+    return made;
+  }
+  ~ReplaceNormalizer() override {
+    if (regex_ != nullptr) uregex_close(regex_);
+  }
+
+  void Normalize(NormalizedText* text) const override {
+    if (text->empty()) return;
+    // ICU matches UTF-16: map its indices back to characters.
+    std::u16string utf16;
+    std::vector<size_t> char_of_unit;
+    for (size_t i = 0; i < text->size(); ++i) {
+      const char32_t c = text->chars[i];
+      if (c >= 0x10000) {
+        utf16.push_back(static_cast<char16_t>(0xD800 + ((c - 0x10000) >> 10)));
+        utf16.push_back(static_cast<char16_t>(0xDC00 + ((c - 0x10000) & 0x3FF)));
+        char_of_unit.insert(char_of_unit.end(), 2, i);
+      } else {
+        utf16.push_back(static_cast<char16_t>(c));
+        char_of_unit.push_back(i);
+      }
+    }
+    char_of_unit.push_back(text->size());
+    UErrorCode status = U_ZERO_ERROR;
+    URegularExpression* regex = uregex_clone(regex_, &status);  // a matcher per call: thread-safe
+    uregex_setText(regex, reinterpret_cast<const UChar*>(utf16.data()),
+                   static_cast<int32_t>(utf16.size()), &status);
+    NormalizedText out;
+    out.origin = text->origin;
+    size_t copied = 0;
+    while (U_SUCCESS(status) && uregex_findNext(regex, &status)) {
+      const size_t begin = char_of_unit[static_cast<size_t>(uregex_start(regex, 0, &status))];
+      const size_t end = char_of_unit[static_cast<size_t>(uregex_end(regex, 0, &status))];
+      if (end == begin) continue;  // tokenizers skips empty matches
+      for (; copied < begin; ++copied) {
+        out.chars.push_back(text->chars[copied]);
+        out.align.push_back(text->align[copied]);
+      }
+      for (char32_t c : content_) {
+        out.chars.push_back(c);
+        out.align.push_back(text->align[end - 1]);
+      }
+      copied = end;
+    }
+    uregex_close(regex);
+    for (; copied < text->size(); ++copied) {
+      out.chars.push_back(text->chars[copied]);
+      out.align.push_back(text->align[copied]);
+    }
+    *text = std::move(out);
+  }
+
+ private:
+  ReplaceNormalizer() = default;
+  bool literal_ = false;
+  std::u32string content_;
+  URegularExpression* regex_ = nullptr;
 };
 
 bool BoolOr(const nlohmann::json& spec, const char* key, bool fallback) {
@@ -162,6 +290,25 @@ absl::StatusOr<std::unique_ptr<HfNormalizer>> MakeHfNormalizer(const nlohmann::j
   if (type == "Lowercase") return std::make_unique<StepNormalizer>(&Lowercase);
   if (type == "NFD") return std::make_unique<StepNormalizer>(&CanonicalDecompose);
   if (type == "StripAccents") return std::make_unique<StepNormalizer>(&StripNonspacingMarks);
+  if (type == "Strip") {
+    return std::make_unique<StripNormalizer>(BoolOr(spec, "strip_left", true),
+                                             BoolOr(spec, "strip_right", true));
+  }
+  if (type == "Replace") {
+    auto made = ReplaceNormalizer::Make(spec);
+    if (!made.ok()) return made.status();
+    return std::unique_ptr<HfNormalizer>(std::move(*made));
+  }
+  if (type == "Precompiled") {
+    std::string charsmap;
+    if (!absl::Base64Unescape(spec.value("precompiled_charsmap", std::string()), &charsmap)) {
+      return absl::InvalidArgumentError(
+          "tokenizer.json: Precompiled precompiled_charsmap is not base64");
+    }
+    auto made = PrecompiledNormalizer::Parse(charsmap);
+    if (!made.ok()) return made.status();
+    return std::unique_ptr<HfNormalizer>(std::move(*made));
+  }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<HfNormalizer>> steps;
     for (const nlohmann::json& step : spec.at("normalizers")) {

@@ -1,6 +1,7 @@
 // tokenizer.json "normalizer" section: the text transformations applied before pre-tokenization,
 // each keeping NormalizedText's alignments. Supported types: BertNormalizer, Lowercase, NFD,
-// StripAccents, Sequence; any other type is refused when the file is loaded, by name.
+// StripAccents, Strip, Replace (String or Regex pattern), Precompiled (precompiled.h), Sequence;
+// any other type is refused when the file is loaded, by name.
 #pragma once
 
 #include <memory>
