@@ -4,7 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 MODEL_DIR ?= models/demo
 
-.PHONY: deps build test serve format clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps build test fuzz serve format clean
 
 deps:
 	bash deploy/install-deps.sh
@@ -15,6 +17,11 @@ build: deps
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# libFuzzer targets (tests/fuzz), built with Clang + ASan + UBSan in build-fuzz, each run
+# FUZZ_SECONDS from its seed corpus; CI runs this after `make test`.
+fuzz: deps
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # Serves models/demo; where that folder is missing (a trimmed checkout), a random-weight model
 # stands in (it answers nonsense, but every path of the server works).

@@ -23,7 +23,7 @@ packages=(
 if [ "$profile" != image ]; then
   packages+=(
     ccache git curl libgtest-dev libgmock-dev libbenchmark-dev
-    prometheus python3 python3-venv python3-torch clang-format openssl
+    prometheus python3 python3-venv python3-torch clang-format openssl clang libclang-rt-14-dev
     podman runc debootstrap yamllint
   )
 fi

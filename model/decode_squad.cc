@@ -61,6 +61,11 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
   for (const Candidate& c : candidates) {
     const AnswerSpan span{doc.token_paragraph[c.start_token], doc.word_spans[c.start_token].first,
                           doc.word_spans[c.end_token].second, c.score};
+    // The n-best list keeps to spans that start in the best one's paragraph (the long answer).
+    if (!answer.short_answers.empty() &&
+        span.paragraph_index != answer.short_answers[0].paragraph_index) {
+      continue;
+    }
     const bool seen = std::any_of(
         answer.short_answers.begin(), answer.short_answers.end(), [&](const AnswerSpan& a) {
           return a.byte_begin == span.byte_begin && a.byte_end == span.byte_end;

@@ -4,8 +4,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/json_number.h"
 #include "base/status_macros.h"
 #include "model/format/weights.h"
 
@@ -21,13 +24,39 @@ absl::Status Read(const json& j, const char* key, T* out, bool required) {
       return absl::InvalidArgumentError(absl::StrCat("config: missing key '", key, "'"));
     return absl::OkStatus();
   }
-  try {
-    *out = j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config: key '", key, "' has the wrong type: ", e.what()));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!JsonInteger(j.at(key), out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: key '", key, "' must be an integer that fits ", sizeof(T) * 8,
+                       " bits, not ", j.at(key).dump()));
+    }
+    return absl::OkStatus();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!JsonFloat(j.at(key), out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: key '", key, "' must be a finite number, not ", j.at(key).dump()));
+    }
+    return absl::OkStatus();
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+    const json& list = j.at(key);
+    out->clear();
+    for (size_t i = 0; list.is_array() && i < list.size(); ++i) {
+      if (!JsonInteger(list[i], &out->emplace_back())) break;
+    }
+    if (!list.is_array() || out->size() != list.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config: key '", key, "' must be a list of 64-bit integers, not ", list.dump()));
+    }
+    return absl::OkStatus();
+  } else {
+    try {
+      *out = j.at(key).get<T>();
+    } catch (const json::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: key '", key, "' has the wrong type: ", e.what()));
+    }
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
 }
 
 }  // namespace

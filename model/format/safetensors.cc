@@ -53,8 +53,9 @@ absl::StatusOr<std::map<std::string, SafetensorsEntry>> ParseSafetensorsHeader(
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") continue;
-    auto bad = [&name](const std::string& why) {
-      return absl::DataLossError(absl::StrCat("tensor '", name, "': ", why));
+    // (A structured binding cannot be captured before C++20: Clang refuses it.)
+    auto bad = [&tensor = name](const std::string& why) {
+      return absl::DataLossError(absl::StrCat("tensor '", tensor, "': ", why));
     };
     if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") ||
         !value.contains("data_offsets")) {

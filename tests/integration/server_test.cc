@@ -20,6 +20,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "longqa/v1/qa.grpc.pb.h"
 #include "model/engine.h"
+#include "model/format/safetensors.h"
 #include "server/service.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_models.h"
@@ -283,6 +284,56 @@ TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
   EXPECT_TRUE(Call(*stub, Request("kalo", Document(2, 10)), &r, 10000).ok());  // still serving
 }
 
+// Answers after multi-byte text (CJK, emoji with ZWJ, combining marks, RTL): every span the server
+// returns slices the caller's bytes on code point boundaries, its text field is exactly those
+// bytes, and the long answer is exactly one paragraph. The random model puts its spans anywhere,
+// so many questions and n_best 20 cover spans all over the document.
+TEST_F(ServerTest, SpansAfterMultiByteTextSliceTheCallersBytesOnCodePointBoundaries) {
+  auto stub = Stub(server_->address());
+  const std::vector<std::string> paragraphs = {
+      "北京是中国的首都。 kalo mine 東京 ruso 👨‍👩‍👧‍👦 tize",
+      "Cafe\xCC\x81 nai\xCC\x88ve vopo e\xCC\x81lan anel عربي isor עברית quabri 🫠 kalo",
+      "ｆｕｌｌ ｗｉｄｔｈ mine 한국어 ruso ﬁ ligature tize 𝔘𝔫𝔦 vopo"};
+  std::string text;
+  std::vector<std::pair<uint64_t, uint64_t>> paragraph_bytes;
+  for (const std::string& paragraph : paragraphs) {
+    if (!text.empty()) text += "\n\n";
+    paragraph_bytes.push_back({text.size(), text.size() + paragraph.size()});
+    text += paragraph;
+  }
+  auto on_boundary = [&](uint64_t at) {
+    return at == text.size() || (static_cast<uint8_t>(text[at]) & 0xC0) != 0x80;
+  };
+  auto check = [&](const v1::Span& span, const std::string& what) {
+    ASSERT_LE(span.byte_begin(), span.byte_end()) << what;
+    ASSERT_LE(span.byte_end(), text.size()) << what;
+    EXPECT_TRUE(on_boundary(span.byte_begin())) << what << " begins inside a character";
+    EXPECT_TRUE(on_boundary(span.byte_end())) << what << " ends inside a character";
+    EXPECT_EQ(span.text(), text.substr(span.byte_begin(), span.byte_end() - span.byte_begin()))
+        << what;
+  };
+  int short_spans = 0;
+  for (const std::string question :
+       {"kalo", "mine ruso", "北京", "emoji 🫠", "e\xCC\x81lan", "tize"}) {
+    v1::AnswerRequest request = Request(question, text);
+    request.mutable_options()->set_null_threshold(-1e30f);
+    request.mutable_options()->set_n_best(20);
+    request.mutable_options()->set_max_short_answer_tokens(6);
+    v1::AnswerResponse response;
+    ASSERT_TRUE(Call(*stub, request, &response).ok()) << question;
+    ASSERT_NE(response.answer_type(), v1::ANSWER_TYPE_NO_ANSWER);
+    check(response.long_answer(), question + " long answer");
+    EXPECT_EQ(
+        std::make_pair(response.long_answer().byte_begin(), response.long_answer().byte_end()),
+        paragraph_bytes[response.long_answer().paragraph_index()]);
+    for (const v1::Span& span : response.short_answers()) {
+      check(span, question + " short answer");
+      ++short_spans;
+    }
+  }
+  EXPECT_GT(short_spans, 20);
+}
+
 TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
   auto stub = Stub(server_->address());
   grpc::ClientContext context;
@@ -481,6 +532,49 @@ TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
   ServerProcess no_model({"--model_dir=/nonexistent"});
   EXPECT_FALSE(no_model.ok());
   EXPECT_NE(no_model.log().find("/nonexistent"), std::string::npos) << no_model.log();
+}
+
+// A model folder that is broken at start: the server exits non-zero with one message naming the
+// file or the tensor at fault (an operator fixes the folder from the log alone).
+TEST(ServerStartTest, BrokenModelFoldersAreRefusedNamingTheFileOrTensor) {
+  namespace fs = std::filesystem;
+  auto broken_copy = [](const std::string& name) {
+    const fs::path dir = TempDir() / ("broken-" + name);
+    fs::remove_all(dir);
+    fs::copy(ModelDir(), dir);
+    return dir;
+  };
+  auto expect_refused = [](const fs::path& dir, const std::string& named) {
+    ServerProcess server({"--model_dir=" + dir.string()});
+    EXPECT_FALSE(server.ok()) << dir;
+    EXPECT_NE(server.WaitExit(), 0) << dir;
+    EXPECT_NE(server.log().find(named), std::string::npos) << named << " not in: " << server.log();
+  };
+  {  // model.safetensors cut short: the data section ends before the last tensor's bytes.
+    const fs::path dir = broken_copy("truncated");
+    fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") - 100);
+    expect_refused(dir, "model.safetensors");
+  }
+  {  // one tensor of the wrong shape: named with both shapes.
+    const fs::path dir = broken_copy("shape");
+    auto file = SafetensorsFile::Open((dir / "model.safetensors").string());
+    ASSERT_TRUE(file.ok()) << file.status();
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto& [name, entry] : (*file)->entries()) tensors[name] = *(*file)->Read(name);
+    file->reset();
+    const std::string victim = "encoder.layer.0.intermediate.dense.weight";
+    ASSERT_EQ(tensors.count(victim), 1u);
+    tensors[victim] = tensors[victim].narrow(0, 0, 3).contiguous();
+    ASSERT_TRUE(WriteSafetensors((dir / "model.safetensors").string(), tensors).ok());
+    expect_refused(dir, victim);
+  }
+  {  // config.json missing, then not JSON.
+    const fs::path dir = broken_copy("config");
+    fs::remove(dir / "config.json");
+    expect_refused(dir, "config.json");
+    std::ofstream(dir / "config.json") << "{\"architecture\": ";
+    expect_refused(dir, "config.json");
+  }
 }
 
 TEST(ServerLimitsTest, FullQueueIsRefusedAtOnce) {

@@ -59,7 +59,12 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"max_position_embeddings", 10},
       {"tokenizer", "vocab.txt"},
       {"untrained_heads", {"pooler"}},
-      {"null_threshold", "high"}};
+      {"null_threshold", "high"},
+      // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
+      {"hidden_size", 4.4e30},
+      {"hidden_size", 16.0},
+      {"window_tokens", 9223372036854775808u},
+      {"num_clusters", {4.5}}};
   for (const auto& [key, value] : cases) {
     auto parsed = with(key, value);
     ASSERT_FALSE(parsed.ok()) << key << " = " << value.dump();

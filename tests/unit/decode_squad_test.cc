@@ -83,5 +83,32 @@ TEST(DecodeSquadTest, NullThresholdMaxLengthAndNBest) {
   EXPECT_EQ(n.short_answers.size(), 3u);  // "alpha", "betagamma", "delta"
 }
 
+// "alpha\n\nbeta delta": a paragraph break between tokens 0 and 1. As in the pipeline the best
+// span may run across it (alpha..beta, e^8); the long answer is the paragraph where it starts, and
+// the n-best list keeps only spans starting there ("beta" and "delta" spans are left out).
+TEST(DecodeSquadTest, TheNBestListKeepsToSpansStartingInTheLongAnswersParagraph) {
+  const std::string text = "alpha\n\nbeta delta";
+  TokenizedDocument doc;
+  doc.ids = {10, 11, 12};
+  doc.spans = {{0, 5}, {7, 11}, {12, 17}};
+  doc.word_spans = doc.spans;
+  doc.token_paragraph = {0, 1, 1};
+  doc.paragraph_bytes = {{0, 5}, {7, 17}};
+  doc.paragraph_token = {-1, -1};
+  RequestLogits logits;
+  logits.windows = {{0, {0, 4, 0.5f, 1}, {0, 0, 4, 1}}};
+  DecodeOptions options;
+  options.n_best = 10;
+  const QaAnswer a = DecodeSquadAnswer(logits, doc, text, options);
+  ASSERT_EQ(a.type, AnswerType::kShort);
+  EXPECT_EQ(a.long_answer.paragraph_index, 0);
+  std::vector<std::string> spans;
+  for (const AnswerSpan& span : a.short_answers) {
+    spans.push_back(text.substr(span.byte_begin, span.byte_end - span.byte_begin));
+  }
+  // Scores ∝ e^(start + end logit): alpha..beta e^8, alpha..delta e^5, alpha e^4.
+  EXPECT_EQ(spans, (std::vector<std::string>{"alpha\n\nbeta", "alpha\n\nbeta delta", "alpha"}));
+}
+
 }  // namespace
 }  // namespace longqa

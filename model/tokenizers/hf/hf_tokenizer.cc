@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/json_number.h"
 #include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
@@ -71,7 +73,11 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(const std::strin
     for (const nlohmann::json& token : spec.value("added_tokens", nlohmann::json::array())) {
       AddedToken added;
       added.content = token.at("content").get<std::string>();
-      added.id = token.at("id").get<int32_t>();
+      if (!JsonInteger(token.at("id"), &added.id) || added.id < 0 ||
+          added.id == std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError("tokenizer.json: added token \"" + added.content +
+                                          "\" has the id " + token.at("id").dump());
+      }
       added.lstrip = token.value("lstrip", false);
       added.rstrip = token.value("rstrip", false);
       if (added.content.empty()) continue;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "base/json_number.h"
 #include "base/status_macros.h"
 #include "model/tokenizers/hf/unicode_props.h"
 
@@ -23,8 +24,13 @@ Piece PieceOf(const NormalizedText& word, size_t begin, size_t end, int32_t id) 
 
 // A {"piece": id, ...} vocabulary (WordPiece, BPE).
 absl::Status ReadVocabObject(const nlohmann::json& spec, const char* type, Vocabulary* vocabulary) {
-  for (const auto& [piece, id] : spec.at("vocab").items()) {
-    if (!vocabulary->Add(piece, id.get<int32_t>())) {
+  for (const auto& [piece, value] : spec.at("vocab").items()) {
+    int32_t id = 0;
+    if (!JsonInteger(value, &id) || id < 0 || id == std::numeric_limits<int32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", type, " piece \"", piece,
+                                                     "\" has the id ", value.dump()));
+    }
+    if (!vocabulary->Add(piece, id)) {
       return absl::InvalidArgumentError(
           absl::StrCat("tokenizer.json: ", type, " piece \"", piece, "\" appears twice"));
     }
@@ -77,7 +83,11 @@ class WordPieceModel : public HfModel {
     auto model = std::make_unique<WordPieceModel>();
     LONGQA_RETURN_IF_ERROR(ReadVocabObject(spec, "WordPiece", &model->vocabulary_));
     model->prefix_ = spec.value("continuing_subword_prefix", "##");
-    model->max_chars_per_word_ = spec.value("max_input_chars_per_word", 100);
+    if (const auto it = spec.find("max_input_chars_per_word");
+        it != spec.end() && !JsonInteger(*it, &model->max_chars_per_word_)) {
+      return absl::InvalidArgumentError("tokenizer.json: WordPiece max_input_chars_per_word " +
+                                        it->dump());
+    }
     const std::string unk = spec.value("unk_token", "[UNK]");
     model->unk_id_ = model->vocabulary_.Find(unk);
     if (model->unk_id_ < 0) {
@@ -388,7 +398,9 @@ class UnigramModel : public HfModel {
     if (unk == spec.end() || unk->is_null()) {
       return absl::UnimplementedError("tokenizer.json: a Unigram model without unk_id");
     }
-    model->unk_id_ = unk->get<int32_t>();
+    if (!JsonInteger(*unk, &model->unk_id_) || model->unk_id_ < 0) {
+      return absl::InvalidArgumentError("tokenizer.json: Unigram unk_id " + unk->dump());
+    }
     int32_t id = 0;
     for (const nlohmann::json& entry : spec.at("vocab")) {
       const std::string piece = entry.at(0).get<std::string>();
