@@ -37,7 +37,7 @@ def server(tmp_path_factory):
                     "--num_heads=2", "--intermediate_size=64", "--window_tokens=32",
                     "--stride_tokens=24", "--vocab_size=300"], check=True, capture_output=True)
     proc, grpc_port, metrics_port, _ = start_server(model)
-    yield {"grpc": f"127.0.0.1:{grpc_port}", "metrics_port": metrics_port}
+    yield {"grpc": f"127.0.0.1:{grpc_port}", "metrics_port": metrics_port, "model": model}
     proc.terminate()
     assert proc.wait(timeout=60) == 0
 
@@ -72,6 +72,45 @@ def test_answer_health_and_reflection(server, stubs_module):
     services = {s.name for reply in replies for s in reply.list_services_response.service}
     assert "longqa.v1.QuestionAnswering" in services
     assert "grpc.health.v1.Health" in services
+
+
+def test_bearer_token_guards_every_qa_method_but_not_health_or_reflection(
+        server, stubs_module, tmp_path):
+    """With --auth_token_file, Answer, AnswerStream and GetModelInfo need `authorization: Bearer
+    <token>` (refused without it and with a wrong one, UNAUTHENTICATED); health and reflection stay
+    open: liveness and the public schema, which orchestrators and tools read without secrets."""
+    qa_pb2, qa_pb2_grpc = stubs_module
+    token_file = tmp_path / "token"
+    token_file.write_text("py-s3cret\n")
+    proc, port, _, _ = start_server(server["model"], f"--auth_token_file={token_file}")
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        stub = qa_pb2_grpc.QuestionAnsweringStub(channel)
+        request = qa_pb2.AnswerRequest(question=b"kalo",
+                                       document=qa_pb2.Document(text=b"kalo mine ruso"))
+        calls = {
+            "Answer": lambda md: stub.Answer(request, timeout=30, metadata=md),
+            "AnswerStream": lambda md: list(stub.AnswerStream(iter([request]), timeout=30,
+                                                              metadata=md)),
+            "GetModelInfo": lambda md: stub.GetModelInfo(qa_pb2.GetModelInfoRequest(), timeout=30,
+                                                         metadata=md),
+        }
+        for name, call in calls.items():
+            for metadata in (None, [("authorization", "Bearer wrong")]):
+                with pytest.raises(grpc.RpcError) as error:
+                    call(metadata)
+                assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED, (name, metadata)
+            assert call([("authorization", "Bearer py-s3cret")]), name
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
+                                                           timeout=10)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        replies = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+        services = {s.name for reply in replies for s in reply.list_services_response.service}
+        assert "longqa.v1.QuestionAnswering" in services
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
 
 
 def test_prometheus_scrapes_request_counts(server, stubs_module, tmp_path):
