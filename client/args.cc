@@ -1,5 +1,6 @@
 #include "client/args.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,46 @@ std::string ReadFileOrThrow(const std::string& path, const std::string& flag) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+size_t FirstInvalidUtf8Byte(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+    const uint8_t b = byte(i);
+    size_t length = 0;
+    uint32_t low = 0;  // the smallest code point of that length (longer is an overlong)
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if ((b & 0xE0) == 0xC0) {
+      length = 2, low = 0x80;
+    } else if ((b & 0xF0) == 0xE0) {
+      length = 3, low = 0x800;
+    } else if ((b & 0xF8) == 0xF0) {
+      length = 4, low = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    uint32_t c = b & (0xFF >> (length + 1));
+    for (size_t k = 1; k < length; ++k) {
+      if ((byte(i + k) & 0xC0) != 0x80) return i;
+      c = (c << 6) | (byte(i + k) & 0x3F);
+    }
+    if (c < low || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return i;
+    i += length;
+  }
+  return text.size();
+}
+
+std::string ReadTextFileOrThrow(const std::string& path, const std::string& flag) {
+  std::string text = ReadFileOrThrow(path, flag);
+  if (const size_t bad = FirstInvalidUtf8Byte(text); bad != text.size()) {
+    throw UsageError(flag + " " + path + " is not UTF-8 text (a binary file?): byte " +
+                     std::to_string(bad) + " breaks it");
+  }
+  return text;
 }
 
 Args::Args(int argc, char** argv, int first, const std::set<std::string>& known,

@@ -19,6 +19,12 @@ struct HelpRequested {};
 
 // The whole file; a UsageError naming `flag` when it cannot be read or is a directory.
 std::string ReadFileOrThrow(const std::string& path, const std::string& flag);
+// The same for a document: also a UsageError when it is not UTF-8 text (a binary file), naming
+// the offset of the first bad byte; the server would refuse it anyway, with less to go on.
+std::string ReadTextFileOrThrow(const std::string& path, const std::string& flag);
+// The offset of the first byte that breaks UTF-8 (overlongs, surrogates and code points past
+// U+10FFFF included), or text.size() when there is none.
+size_t FirstInvalidUtf8Byte(const std::string& text);
 
 class Args {
  public:

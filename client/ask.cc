@@ -45,7 +45,7 @@ int RunAsk(int argc, char** argv) {
   if (!args.Has("question")) throw UsageError("ask needs --question");
   std::string text;
   if (args.Has("file") && args.Get("file") != "-") {
-    text = ReadFileOrThrow(args.Get("file"), "--file");
+    text = ReadTextFileOrThrow(args.Get("file"), "--file");
   } else {
     std::stringstream s;
     s << std::cin.rdbuf();

@@ -60,7 +60,7 @@ int RunBench(int argc, char** argv) {
   if (duration_s <= 0 || rate < 0) throw UsageError("--duration_s must be > 0 and --rate ≥ 0");
   std::string text;
   if (args.Has("file")) {
-    text = ReadFileOrThrow(args.Get("file"), "--file");
+    text = ReadTextFileOrThrow(args.Get("file"), "--file");
   } else {
     text = GeneratedDocument(args.GetInt("doc_words", 2000, 1));
   }

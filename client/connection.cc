@@ -24,7 +24,8 @@ const std::set<std::string>& ConnectionFlags() {
 }
 
 Connection::Connection(const Args& args)
-    : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetInt("timeout_s", 60, 1)) {
+    : target_(args.Get("target", "localhost:50051")), timeout_s_(args.GetDouble("timeout_s", 60)) {
+  if (!(timeout_s_ > 0)) throw UsageError("--timeout_s must be positive");
   if (args.Has("token_file")) {
     token_ = ReadFileOrThrow(args.Get("token_file"), "--token_file");
     while (!token_.empty() && std::isspace(static_cast<unsigned char>(token_.back()))) {
@@ -54,7 +55,9 @@ Connection::Connection(const Args& args)
 }
 
 void Connection::Prepare(grpc::ClientContext* context) const {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s_));
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(timeout_s_)));
   if (!token_.empty()) context->AddMetadata("authorization", "Bearer " + token_);
 }
 
@@ -62,8 +65,12 @@ int ExitCodeFor(const grpc::Status& status) {
   if (status.ok()) return kExitOk;
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
       return kExitConnection;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kExitDeadline;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return kExitAuth;
     default:
       return kExitServer;
   }

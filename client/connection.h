@@ -17,6 +17,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitConnection = 3;
 inline constexpr int kExitServer = 4;
+inline constexpr int kExitDeadline = 5;  // the call's --timeout_s ran out
+inline constexpr int kExitAuth = 6;      // UNAUTHENTICATED or PERMISSION_DENIED
 
 // The flags every subcommand that talks to a server accepts.
 const std::set<std::string>& ConnectionFlags();
@@ -26,7 +28,7 @@ inline constexpr char kConnectionHelp[] =
     "  --tls_ca=FILE        use TLS, trusting this PEM CA (server certificate check)\n"
     "  --tls_cert=FILE --tls_key=FILE   client certificate for mTLS\n"
     "  --token_file=FILE    send 'authorization: Bearer <token>'\n"
-    "  --timeout_s=N        per-call deadline (default 60)\n";
+    "  --timeout_s=S        per-call deadline in seconds, fractions allowed (default 60)\n";
 
 class Connection {
  public:
@@ -39,7 +41,7 @@ class Connection {
  private:
   std::string target_;
   std::string token_;
-  int64_t timeout_s_;
+  double timeout_s_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 

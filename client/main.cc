@@ -2,6 +2,8 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/version.h"
 #include "client/commands.h"
@@ -9,32 +11,50 @@
 
 namespace {
 
-const std::string& Usage() {
-  static const std::string usage =
-      std::string(
-          "longqa: the longqa question-answering client.\n"
-          "\n"
-          "Usage: longqa COMMAND [flags]\n"
-          "\n"
-          "Commands:\n"
-          "  ask     --question=Q [--file=DOC | document on stdin] [--json] [--n_best=N]\n"
-          "          [--max_short_answer_tokens=N] [--null_threshold=X] [--no_color]\n"
-          "  batch   --input=in.jsonl --output=out.jsonl [--concurrency=4] [--max_attempts=5]\n"
-          "          [--no_progress]   (lines: {\"id\", \"question\", \"document\" | "
-          "\"paragraphs\"})\n"
-          "  eval    --gold=gold.jsonl [--output=predictions.json] [--concurrency=4]\n"
-          "          [--group_by=FIELD] [--calibrate_null]\n"
-          "          NQ long/short precision, recall, F1 (gold format: docs/cli.md)\n"
-          "  bench   [--concurrency=1 | --rate=R] [--duration_s=10] [--requests=N] [--file=DOC |\n"
-          "          --doc_words=2000] [--question=Q] [--csv=out.csv]\n"
-          "  health  the server's grpc.health.v1 status (exit 0 when SERVING)\n"
-          "  info    the served model and the server's limits\n"
-          "  version, help\n"
-          "\n"
-          "Connection flags (every command that talks to a server):\n") +
-      longqa::cli::kConnectionHelp +
-      "\n"
-      "Exit codes: 0 success, 2 usage error, 3 connection failure, 4 server error.\n";
+// Each command's flags, as `longqa COMMAND --help` prints them (and `longqa --help`, all of them).
+const std::vector<std::pair<std::string, std::string>>& Commands() {
+  static const std::vector<std::pair<std::string, std::string>> commands = {
+      {"ask",
+       "  ask     --question=Q [--file=DOC | document on stdin] [--json] [--n_best=N]\n"
+       "          [--max_short_answer_tokens=N] [--null_threshold=X] [--no_color]\n"},
+      {"batch",
+       "  batch   --input=in.jsonl --output=out.jsonl [--concurrency=4] [--max_attempts=5]\n"
+       "          [--no_progress]   (lines: {\"id\", \"question\", \"document\" | "
+       "\"paragraphs\"})\n"},
+      {"eval",
+       "  eval    --gold=gold.jsonl [--output=predictions.json] [--concurrency=4]\n"
+       "          [--group_by=FIELD] [--calibrate_null]\n"
+       "          NQ long/short precision, recall, F1 (gold format: docs/cli.md)\n"},
+      {"bench",
+       "  bench   [--concurrency=1 | --rate=R] [--duration_s=10] [--requests=N] [--file=DOC |\n"
+       "          --doc_words=2000] [--question=Q] [--csv=out.csv]\n"},
+      {"health", "  health  the server's grpc.health.v1 status (exit 0 when SERVING)\n"},
+      {"info", "  info    the served model and the server's limits\n"},
+  };
+  return commands;
+}
+
+constexpr char kExitCodes[] =
+    "Exit codes: 0 success, 2 usage error (also a missing or non-UTF-8 input file), 3 no server\n"
+    "(UNAVAILABLE), 4 server error, 5 deadline (--timeout_s) exceeded, 6 authentication refused.\n";
+
+// The usage of one command ("" for all of them).
+std::string Usage(const std::string& command = "") {
+  std::string usage = "longqa: the longqa question-answering client.\n\n";
+  if (command.empty()) {
+    usage += "Usage: longqa COMMAND [flags]\n\nCommands:\n";
+    for (const auto& [name, flags] : Commands()) usage += flags;
+    usage += "  version, help\n";
+  } else {
+    usage += "Usage: longqa " + command + " [flags]\n\n";
+    for (const auto& [name, flags] : Commands()) {
+      if (name == command) usage += flags;
+    }
+  }
+  usage += "\nConnection flags (every command that talks to a server):\n";
+  usage += longqa::cli::kConnectionHelp;
+  usage += "\n";
+  usage += kExitCodes;
   return usage;
 }
 
@@ -63,10 +83,10 @@ int main(int argc, char** argv) {
     if (command == "health") return RunHealth(argc, argv);
     if (command == "info") return RunInfo(argc, argv);
   } catch (const HelpRequested&) {
-    std::cout << Usage();
+    std::cout << Usage(command);
     return kExitOk;
   } catch (const UsageError& e) {
-    std::cerr << "longqa " << command << ": " << e.what() << "\n\n" << Usage();
+    std::cerr << "longqa " << command << ": " << e.what() << "\n\n" << Usage(command);
     return kExitUsage;
   }
   std::cerr << "longqa: unknown command " << command << "\n\n" << Usage();

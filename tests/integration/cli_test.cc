@@ -116,6 +116,21 @@ TEST_F(CliTest, ExitCodesSayWhatWentWrong) {
   EXPECT_EQ(Cli("ask " + Target() + " --question=q --file=" + empty).code, 4);  // server error
   EXPECT_EQ(Cli("--help").code, 0);
   EXPECT_EQ(Cli("version").code, 0);
+  // A missing file and a binary one: usage errors naming the file, before any call.
+  const CliRun missing = Cli("ask " + Target() + " --question=q --file=/nonexistent/doc.txt", true);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("cannot read --file /nonexistent/doc.txt"), std::string::npos)
+      << missing.out;
+  const std::string binary = Write("binary.bin", "ok text \x89PNG\r\n\x1a\n\xff");
+  const CliRun bin = Cli("ask " + Target() + " --question=q --file=" + binary, true);
+  EXPECT_EQ(bin.code, 2);
+  EXPECT_NE(bin.out.find("is not UTF-8 text (a binary file?): byte 8 breaks it"), std::string::npos)
+      << bin.out;
+  // A deadline no call can meet: exit 5 (DEADLINE_EXCEEDED), not a connection failure.
+  const std::string doc = Write("deadline_doc.txt", kDocument);
+  const CliRun late =
+      Cli("ask " + Target() + " --question=q --timeout_s=0.0001 --file=" + doc, true);
+  EXPECT_EQ(late.code, 5) << late.out;
 }
 
 TEST_F(CliTest, HealthInfoAndDnsTarget) {
@@ -178,18 +193,32 @@ TEST_F(CliTest, BatchReportsMalformedLinesAndGoesOn) {
 }
 
 TEST_F(CliTest, FlagEdgesGetClearAnswers) {
-  for (const char* help : {"ask -h", "ask --help", "batch --help", "health -h"}) {
-    const CliRun run = Cli(help);
-    EXPECT_EQ(run.code, 0) << help;
-    EXPECT_NE(run.out.find("Usage: longqa COMMAND"), std::string::npos) << help;
+  // A command's --help: its own flags, the connection flags and the exit codes, not the others'.
+  for (const std::string command : {"ask", "batch", "eval", "bench", "health", "info"}) {
+    for (const std::string flag : {" -h", " --help"}) {
+      const CliRun run = Cli(command + flag);
+      EXPECT_EQ(run.code, 0) << command << flag;
+      EXPECT_NE(run.out.find("Usage: longqa " + command + " [flags]"), std::string::npos)
+          << run.out;
+      EXPECT_NE(run.out.find("  " + command + " "), std::string::npos) << run.out;
+      EXPECT_NE(run.out.find("--timeout_s"), std::string::npos) << run.out;
+      EXPECT_NE(run.out.find("5 deadline"), std::string::npos) << run.out;
+      const std::string other = command == "ask" ? "--input=in.jsonl" : "--question=Q [--file";
+      EXPECT_EQ(run.out.find(other), std::string::npos) << command << ": " << run.out;
+    }
   }
+  EXPECT_NE(Cli("--help").out.find("Usage: longqa COMMAND"), std::string::npos);
   const CliRun dir = Cli("ask " + Target() + " --question=q --file=" + Dir().string(), true);
   EXPECT_EQ(dir.code, 2);
   EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
-  for (const char* bad : {"--n_best=-1", "--n_best=0", "--timeout_s=-5", "--timeout_s=0"}) {
+  for (const char* bad :
+       {"--n_best=-1", "--n_best=0", "--timeout_s=-5", "--timeout_s=0", "--timeout_s=soon"}) {
     const CliRun run = Cli("ask " + Target() + " --question=q " + bad + " < /dev/null", true);
     EXPECT_EQ(run.code, 2) << bad;
-    EXPECT_NE(run.out.find("must be at least"), std::string::npos) << bad << ": " << run.out;
+    EXPECT_TRUE(run.out.find("must be at least") != std::string::npos ||
+                run.out.find("must be positive") != std::string::npos ||
+                run.out.find("must be a number") != std::string::npos)
+        << bad << ": " << run.out;
   }
   const std::string not_pem = Write("not-a-ca.pem", "hello\n");
   const CliRun tls = Cli("health " + Target() + " --tls_ca=" + not_pem, true);
@@ -353,7 +382,12 @@ TEST(CliAuthTest, TokenFileIsSent) {
   ServerProcess server({"--model_dir=" + ModelDir(), "--auth_token_file=" + token});
   ASSERT_TRUE(server.ok()) << server.log();
   const std::string doc = Write("auth_doc.txt", kDocument);
-  EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --file=" + doc).code, 4);
+  EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --file=" + doc).code, 6);
+  const std::string wrong = Write("cli_wrong_token", "nope\n");
+  EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --token_file=" + wrong +
+                " --file=" + doc)
+                .code,
+            6);
   EXPECT_EQ(Cli("ask --target=" + server.address() + " --question=q --token_file=" + token +
                 " --file=" + doc)
                 .code,
