@@ -209,7 +209,12 @@ namespace {
 
 // One AnswerStream call: reads requests one after another, answers each as soon as it is done,
 // writes responses one at a time in completion order, finishes when the client has stopped
-// sending and every request was answered.
+// sending and every request was answered. Backpressure: with kMaxStreamOutstanding requests in
+// work or answers unwritten (a client that sends and does not read), it stops reading until a
+// write completes; HTTP/2 flow control then stops the client. Without it the server kept every
+// unread answer in memory.
+constexpr int64_t kMaxStreamOutstanding = 64;
+
 class AnswerStreamReactor final
     : public grpc::ServerBidiReactor<v1::AnswerRequest, v1::AnswerResponse> {
  public:
@@ -246,6 +251,13 @@ class AnswerStreamReactor final
                         }
                         Enqueue(std::move(response));
                       });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Outstanding() >= kMaxStreamOutstanding) {
+        read_paused_ = true;  // OnWriteDone reads on
+        return;
+      }
+    }
     StartRead(&request_);
   }
 
@@ -253,13 +265,22 @@ class AnswerStreamReactor final
     std::unique_lock<std::mutex> lock(mu_);
     writes_.pop_front();
     if (!ok) writes_.clear();  // the client is gone: drop what is left
+    // Read on once under the bound; after a failed write too, so that the failed read ends it.
+    const bool resume_read = read_paused_ && (!ok || Outstanding() < kMaxStreamOutstanding);
+    if (resume_read) read_paused_ = false;
     if (!writes_.empty()) {
       const v1::AnswerResponse* next = &writes_.front();
       lock.unlock();
       StartWrite(next);
+      if (resume_read) StartRead(&request_);
       return;
     }
     writing_ = false;
+    if (resume_read) {
+      lock.unlock();
+      StartRead(&request_);
+      return;
+    }
     FinishIfDone(lock);
   }
 
@@ -281,6 +302,9 @@ class AnswerStreamReactor final
     StartWrite(next);
   }
 
+  // Requests in work plus answers not yet written. Under mu_.
+  int64_t Outstanding() const { return pending_ + static_cast<int64_t>(writes_.size()); }
+
   void FinishIfDone(std::unique_lock<std::mutex>& lock) {
     if (!reads_done_ || pending_ != 0 || writing_ || finished_) return;
     finished_ = true;
@@ -295,6 +319,7 @@ class AnswerStreamReactor final
   std::deque<v1::AnswerResponse> writes_;  // front() is being written while writing_
   int64_t pending_ = 0;
   bool reads_done_ = false;
+  bool read_paused_ = false;  // kMaxStreamOutstanding reached: no read in flight
   bool writing_ = false;
   bool finished_ = false;
 };

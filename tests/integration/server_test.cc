@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -375,6 +376,53 @@ TEST_F(ServerTest, StreamAnswersEveryRequestWithItsId) {
   while (too_big->Read(&response)) {
   }
   EXPECT_EQ(too_big->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+// A client that streams requests and never reads the answers (each ~12 KB: the long answer's
+// paragraph comes back): the stream stops reading at 64 outstanding requests, HTTP/2 flow control
+// then stops the client's writes, so the server does not hold every unread answer; other callers
+// are served meanwhile, and cancelling the stream frees it.
+TEST(ServerHostileTest, AStreamWhoseReaderNeverReadsIsHeldBackAndHoldsUpNobodyElse) {
+  // The stream from [::1], the other caller from 127.0.0.1: two callers, two fair queues.
+  ServerProcess server({"--model_dir=" + ModelDir(), "--threads=2", "--listen=[::]:0"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.ipv6_address());
+  grpc::ClientContext slow_context;
+  slow_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  auto slow = stub->AnswerStream(&slow_context);
+  constexpr int kRequests =
+      6000;  // 72 MB of answers, far beyond flow-control windows and socket buffers
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    v1::AnswerRequest r = Request("kalo", Document(1, 2000));
+    r.mutable_options()->set_null_threshold(-1e30f);  // always a long answer: the paragraph
+    for (int i = 0; i < kRequests; ++i) {
+      if (!slow->Write(r)) break;
+      ++written;
+    }
+  });
+  // Wait until the writer is held back (no progress for a second) or has sent everything.
+  int last = -1;
+  for (int i = 0; i < 60 && written.load() < kRequests && written.load() != last; ++i) {
+    last = written.load();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  const int held_at = written.load();
+  auto other = Stub(server.address());
+  v1::AnswerResponse r;
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Call(*other, Request("kalo", Document(2, 20)), &r, 10000).ok());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  std::printf(
+      "the unread stream was held back after %d of %d requests; another caller was "
+      "answered in %.3f s meanwhile\n",
+      held_at, kRequests, seconds);
+  EXPECT_LT(held_at, kRequests / 2);
+  slow_context.TryCancel();
+  writer.join();
+  slow->Finish();  // CANCELLED
+  EXPECT_TRUE(Call(*other, Request("kalo", Document(2, 20)), &r, 10000).ok());
 }
 
 TEST_F(ServerTest, BytesThatAreNoAnswerRequestGetAClearStatus) {
