@@ -6,7 +6,7 @@ MODEL_DIR ?= models/demo
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps build test fuzz serve format clean
+.PHONY: deps build test fuzz sanitize serve format clean
 
 deps:
 	bash deploy/install-deps.sh
@@ -22,6 +22,12 @@ test: build
 # FUZZ_SECONDS from its seed corpus; CI runs this after `make test`.
 fuzz: deps
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# The C++ tests under ASan+UBSan (build-asan) and the scheduler's under TSan (build-tsan):
+# tests/sanitize/run.sh says which and why; CI runs this after `make fuzz`.
+sanitize: deps
+	bash tests/sanitize/run.sh address
+	bash tests/sanitize/run.sh thread
 
 # Serves models/demo; where that folder is missing (a trimmed checkout), a random-weight model
 # stands in (it answers nonsense, but every path of the server works).
