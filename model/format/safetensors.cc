@@ -157,7 +157,8 @@ absl::StatusOr<at::Tensor> SafetensorsFile::Read(const std::string& name) const 
   const SafetensorsEntry& e = it->second;
   const at::ScalarType type = *DTypeOf(e.dtype);
   at::Tensor out = at::empty(e.shape, at::TensorOptions().dtype(type));
-  std::memcpy(out.data_ptr(), data_ + e.begin, e.end - e.begin);
+  // (An empty tensor has no data pointer: memcpy must not see it, even for 0 bytes.)
+  if (e.end > e.begin) std::memcpy(out.data_ptr(), data_ + e.begin, e.end - e.begin);
   return out;
 }
 

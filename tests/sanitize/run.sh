@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test suite under sanitizers (docs/reliability.md, "Sanitizers"):
+#   address: the tree built with ASan+UBSan in build-asan (GCC, RelWithDebInfo, no benches, no
+#            tcmalloc); the unit tests and the C++ integration tests (real server and CLI
+#            processes, themselves instrumented). Left out: the Python and deploy tests (they run
+#            the normal build), and the checks that measure memory or the allocator
+#            (memory_estimate_test, ManyOneLineParagraphsDoNotBlowMemory: ASan's shadow and
+#            quarantine are counted; AllocatesThroughTcmallocWhenBuiltWithIt: no tcmalloc here).
+#   thread:  TSan in build-tsan on the project's own concurrent code without gRPC: batcher_test
+#            (the scheduler, its queues, workers, sweeps and drain, with a fake engine) and the
+#            metrics it drives. Debian's gRPC, Abseil and LibTorch are not instrumented, so TSan
+#            cannot see their synchronisation: tests that run them are not meaningful here.
+# Usage: tests/sanitize/run.sh address|thread
+set -euo pipefail
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+kind="${1:?address or thread}"
+case "$kind" in
+  address) build="${BUILD:-$src/build-asan}" ;;
+  thread) build="${BUILD:-$src/build-tsan}" ;;
+  *) echo "usage: $0 address|thread" >&2; exit 2 ;;
+esac
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLONGQA_SANITIZE="$kind" \
+  -DLONGQA_BUILD_BENCHMARKS=OFF -DLONGQA_WITH_CUDA=OFF >/dev/null
+export OMP_NUM_THREADS=1
+if [[ $kind == address ]]; then
+  cmake --build "$build" -j "$(nproc)"
+  # allocator_may_return_null: EngineTest's 256 TiB allocation must fail as it does in
+  # production (an exception the engine turns into RESOURCE_EXHAUSTED), not abort ASan.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:allocator_may_return_null=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  cd "$build"
+  ctest --output-on-failure -j "$(nproc)" --timeout 1200 -L "unit|integration" -LE python \
+    -E "memory_estimate_test|ManyOneLineParagraphsDoNotBlowMemory|AllocatesThroughTcmalloc"
+else
+  cmake --build "$build" -j "$(nproc)" --target batcher_test
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+  "$build/tests/unit/batcher_test"
+fi
