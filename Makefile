@@ -18,13 +18,13 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-# libFuzzer targets (tests/fuzz), built with Clang + ASan + UBSan in build-fuzz, each run
-# FUZZ_SECONDS from its seed corpus; CI runs this after `make test`.
+# libFuzzer targets (tests/fuzz), built with Clang + ASan + UBSan in build-asan, each run
+# FUZZ_SECONDS from its seed corpus; CI runs this after `make sanitize` (the same build).
 fuzz: deps
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The C++ tests under ASan+UBSan (build-asan) and the scheduler's under TSan (build-tsan):
-# tests/sanitize/run.sh says which and why; CI runs this after `make fuzz`.
+# tests/sanitize/run.sh says which and why; CI runs this after `make test`.
 sanitize: deps
 	bash tests/sanitize/run.sh address
 	bash tests/sanitize/run.sh thread

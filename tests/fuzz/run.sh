@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (Clang; the tree instrumented with ASan+UBSan) in BUILD (default
-# build-fuzz) and runs each for SECONDS (default 60) from its seed corpus (tests/fuzz/corpus/
+# build-asan, shared with tests/sanitize/run.sh address) and runs each for SECONDS (default 60) from its seed corpus (tests/fuzz/corpus/
 # <target>, copied: the seeds in git stay as they are), printing one line a target: executions,
 # corpus size, coverage. Exit 1 when a target crashes, leaks or fails a check; its input is then
 # in BUILD/fuzz-artifacts/.
 # Usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${BUILD:-$src/build-fuzz}"
+build="${BUILD:-$src/build-asan}"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
@@ -15,9 +15,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(tokenize_text_fuzzer tokenizer_json_fuzzer safetensors_fuzzer model_config_fuzzer
            decode_fuzzer answer_request_fuzzer jsonl_fuzzer)
 fi
-cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DLONGQA_FUZZ=ON \
-  -DLONGQA_BUILD_TESTS=OFF -DLONGQA_BUILD_BENCHMARKS=OFF -DLONGQA_WITH_CUDA=OFF >/dev/null
+"$src/tests/sanitize/configure.sh" address "$build"
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"
 mkdir -p "$build/fuzz-artifacts"
 # LibTorch, OpenBLAS and protobuf are not instrumented; OpenMP threads are not wanted here.

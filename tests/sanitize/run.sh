@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite under sanitizers (docs/reliability.md, "Sanitizers"):
-#   address: the tree built with ASan+UBSan in build-asan (GCC, RelWithDebInfo, no benches, no
-#            tcmalloc); the unit tests and the C++ integration tests (real server and CLI
-#            processes, themselves instrumented). Left out: the Python and deploy tests (they run
+#   address: the tree built with ASan+UBSan in build-asan (Clang, RelWithDebInfo, no benches, no
+#            tcmalloc; the same build as the fuzz targets': tests/sanitize/configure.sh); the unit
+#            tests and the C++ integration tests (real server and CLI processes, themselves
+#            instrumented). Left out: the Python and deploy tests (they run
 #            the normal build), and the checks that measure memory or the allocator
 #            (memory_estimate_test, ManyOneLineParagraphsDoNotBlowMemory: ASan's shadow and
 #            quarantine are counted; AllocatesThroughTcmallocWhenBuiltWithIt: no tcmalloc here).
@@ -19,8 +20,7 @@ case "$kind" in
   thread) build="${BUILD:-$src/build-tsan}" ;;
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
-cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLONGQA_SANITIZE="$kind" \
-  -DLONGQA_BUILD_BENCHMARKS=OFF -DLONGQA_WITH_CUDA=OFF >/dev/null
+"$src/tests/sanitize/configure.sh" "$kind" "$build"
 export OMP_NUM_THREADS=1
 if [[ $kind == address ]]; then
   cmake --build "$build" -j "$(nproc)"
