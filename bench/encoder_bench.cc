@@ -4,8 +4,9 @@
 // next to the fp32 GEMM rate measured in the same run. A flat tokens/s across lengths shows that
 // nothing grows quadratically with document length.
 //
-// Usage: longqa-encoder-bench [--max_tokens=32768] [--threads=N] [--layers=12] [--device=cuda]
-//                             [--models=sliding,cluster,etc]
+// Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N] [--layers=12]
+// [--device=cuda]
+//                             [--models=sliding,cluster,etc,unfused]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -66,6 +67,7 @@ double EncoderFlops(const longqa::ModelConfig& c, const longqa::WindowPlan& plan
 }  // namespace
 
 int main(int argc, char** argv) {
+  int64_t min_tokens = 1024;
   int64_t max_tokens = 32768;
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   int num_layers = 12;
@@ -73,7 +75,9 @@ int main(int argc, char** argv) {
   std::string models = "sliding,cluster,etc";
   int64_t batch = 1;  // the tokens of a row are split over this many requests run as one batch
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--max_tokens=", 13) == 0)
+    if (std::strncmp(argv[i], "--min_tokens=", 13) == 0)
+      min_tokens = std::atoll(argv[i] + 13);
+    else if (std::strncmp(argv[i], "--max_tokens=", 13) == 0)
       max_tokens = std::atoll(argv[i] + 13);
     else if (std::strncmp(argv[i], "--threads=", 10) == 0)
       threads = std::atoi(argv[i] + 10);
@@ -86,10 +90,11 @@ int main(int argc, char** argv) {
     else if (std::strncmp(argv[i], "--batch=", 8) == 0)
       batch = std::max<int64_t>(1, std::atoll(argv[i] + 8));
     else {
-      std::fprintf(stderr,
-                   "usage: %s [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-                   "[--models=sliding,cluster,etc] [--batch=N]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
+          "[--models=sliding,cluster,etc,unfused] [--batch=N]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -112,21 +117,28 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> plans;
   if (models.find("sliding") != std::string::npos) plans.push_back({"sliding-window", sliding});
   if (models.find("cluster") != std::string::npos) plans.push_back({"cluster-former", cluster});
+  // The layers' training path (separate Q, K, V GEMMs, no in-place updates): what every row ran
+  // before the inference path, for a before/after in one run.
+  if (models.find("unfused") != std::string::npos) plans.push_back({"sliding-unfused", sliding});
   for (const auto& [name, layers] : plans) {
     const longqa::ModelConfig config = longqa::ClusterFormerConfig(
         /*vocab_size=*/8000, /*hidden_size=*/768, /*num_heads=*/12, /*intermediate_size=*/3072,
         layers, /*window_tokens=*/256, /*stride_tokens=*/224, /*clusters_per_layer=*/64,
         /*max_question_tokens=*/30);
-    const longqa::TensorMap weights = OnDevice(longqa::RandomWeights(config, 1), device);
+    longqa::TensorMap weights = OnDevice(longqa::RandomWeights(config, 1), device);
+    // Weights that require grad keep a layer off its inference path (transformer_layer.h).
+    if (name == "sliding-unfused") {
+      for (auto& [weight_name, t] : weights) t.requires_grad_(true);
+    }
     const longqa::ClusterFormerEncoder encoder(config, weights);
-    for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
+    for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
       std::vector<longqa::WindowInput> inputs(batch);
       for (int64_t r = 0; r < batch; ++r) {
         inputs[r].question.assign(20, 7);
         for (int64_t t = 0; t < tokens / batch; ++t) inputs[r].context.push_back(5 + t % 7000);
       }
       const longqa::WindowPlan plan = longqa::PlanWindows(inputs, 256, 224, 1);
-      if (tokens == 1024) Sync(encoder.Forward(plan, device));  // warm-up
+      if (tokens == min_tokens) Sync(encoder.Forward(plan, device));  // warm-up
       const auto start = Clock::now();
       Sync(encoder.Forward(plan, device));
       const double s = Seconds(start);
@@ -145,7 +157,7 @@ int main(int argc, char** argv) {
   etc.etc.relative_clip = 12;
   const longqa::TensorMap etc_weights = OnDevice(longqa::RandomWeights(etc, 1), device);
   const longqa::EtcEncoder etc_encoder(etc, etc_weights);
-  for (int64_t tokens = 1024; tokens <= max_tokens; tokens *= 2) {
+  for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
     std::vector<int32_t> ids(tokens);
     std::vector<int64_t> paragraph(tokens);
     for (int64_t t = 0; t < tokens; ++t) {
@@ -154,7 +166,7 @@ int main(int argc, char** argv) {
     }
     const longqa::EtcInput input =
         longqa::MakeEtcInput(etc, std::vector<int32_t>(20, 7), ids, paragraph, (tokens + 63) / 64);
-    if (tokens == 1024) Sync(etc_encoder.Forward({input}, device).long_states);  // warm-up
+    if (tokens == min_tokens) Sync(etc_encoder.Forward({input}, device).long_states);  // warm-up
     const auto start = Clock::now();
     Sync(etc_encoder.Forward({input}, device).long_states);
     const double s = Seconds(start);

@@ -32,6 +32,10 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   f_b_ = WeightAt(w, s + ".output.dense.bias");
   ln2_w_ = WeightAt(w, s + ".output.LayerNorm.weight");
   ln2_b_ = WeightAt(w, s + ".output.LayerNorm.bias");
+  if (!q_w_.requires_grad() && !k_w_.requires_grad() && !v_w_.requires_grad()) {
+    qkv_w_ = at::cat({q_w_, k_w_, v_w_}, 0);
+    qkv_b_ = at::cat({q_b_, k_b_, v_b_}, 0);
+  }
 }
 
 at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid) const {
@@ -49,6 +53,7 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
 }
 
 at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const {
+  if (qkv_w_.defined() && !at::GradMode::is_enabled()) return ForwardGroupInference(x, valid);
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t dh = d / num_heads_;
   auto heads = [&](const at::Tensor& y) {  // [B, T, d] → [B, h, T, dh]
@@ -65,11 +70,45 @@ at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor&
   return Finish(x, context);
 }
 
+at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
+                                                   const at::Tensor& valid) const {
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
+  const int64_t h = num_heads_, dh = d / num_heads_;
+  // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
+  const at::Tensor qkv =
+      at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
+  const at::Tensor q = qkv[0].reshape({b * h, t, dh});
+  const at::Tensor k = qkv[1].reshape({b * h, t, dh});
+  const at::Tensor v = qkv[2].reshape({b * h, t, dh});
+  // Padding as an additive bias [B*h, 1, T], broadcast over the query rows by baddbmm, which
+  // also applies the 1/sqrt(dh) scale inside the GEMM.
+  const at::Tensor bias = at::zeros({b, 1, 1, t}, x.options())
+                              .masked_fill_(valid.logical_not().view({b, 1, 1, t}), -1e30)
+                              .expand({b, h, 1, t})
+                              .reshape({b * h, 1, t});
+  at::Tensor scores =
+      at::baddbmm(bias, q, k.transpose(1, 2), 1.0, 1.0 / std::sqrt(static_cast<double>(dh)));
+  const at::Tensor context =
+      at::bmm(at::softmax(scores, -1), v).view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
+  return FinishInference(x, context);
+}
+
+at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context) const {
+  const int64_t d = x.size(-1);
+  at::Tensor h1 = at::linear(context, o_w_, o_b_).add_(x);
+  h1 = at::layer_norm(h1, {d}, ln1_w_, ln1_b_, eps_);
+  at::Tensor inner = at::linear(h1, i_w_, i_b_);
+  at::gelu_out(inner, inner);  // in place: elementwise, so the output may alias the input
+  at::Tensor ffn = at::linear(inner, f_w_, f_b_).add_(h1);
+  return at::layer_norm(ffn, {d}, ln2_w_, ln2_b_, eps_);
+}
+
 at::Tensor TransformerLayer::Query(const at::Tensor& x) const { return at::linear(x, q_w_, q_b_); }
 at::Tensor TransformerLayer::Key(const at::Tensor& x) const { return at::linear(x, k_w_, k_b_); }
 at::Tensor TransformerLayer::Value(const at::Tensor& x) const { return at::linear(x, v_w_, v_b_); }
 
 at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {
+  if (qkv_w_.defined() && !at::GradMode::is_enabled()) return FinishInference(x, context);
   const int64_t d = x.size(-1);
   const at::Tensor h1 =
       at::layer_norm(x + at::linear(context, o_w_, o_b_), {d}, ln1_w_, ln1_b_, eps_);

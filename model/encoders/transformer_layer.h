@@ -36,11 +36,18 @@ class TransformerLayer {
 
  private:
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
+  // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,
+  // the score scale inside the score GEMM, and activations updated in place.
+  at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
+  at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context) const;
 
   int64_t num_heads_;
   double eps_;
   at::Tensor q_w_, q_b_, k_w_, k_b_, v_w_, v_b_, o_w_, o_b_, ln1_w_, ln1_b_;
   at::Tensor i_w_, i_b_, f_w_, f_b_, ln2_w_, ln2_b_;
+  // [3d, d] and [3d]: q, k, v weights stacked; defined only when the weights are frozen (the
+  // trainer's require grad and change every step, so a copy would go stale).
+  at::Tensor qkv_w_, qkv_b_;
 };
 
 // RoBERTa-style embeddings: word + position + token type (+ exact match), then LayerNorm. Models

@@ -197,5 +197,23 @@ TEST(ClusterFormerTest, ExactMatchFeatureAddsItsEmbeddingToMatchingContextTokens
   ExpectMatchesReference(c, inputs, 19);
 }
 
+// The encoder has two paths through each layer: frozen weights under InferenceMode take the fused
+// inference one (Q, K, V in one GEMM, scale inside the score GEMM, in-place activations; what the
+// tests above check), trainable weights the autograd one. Both must compute the same function,
+// padding included (requests of different lengths in one batch).
+TEST(ClusterFormerTest, TrainingPathComputesWhatTheInferencePathDoes) {
+  const ModelConfig c = TinyConfig("SCS", 16, 12, 4);
+  const TensorMap frozen = SpreadWeights(c, 20);
+  TensorMap trainable;
+  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  const WindowPlan plan = PlanWindows({RandomInput(5, 70, 120, 21), RandomInput(9, 3, 120, 22)},
+                                      c.window_tokens, c.stride_tokens, c.special.pad);
+  const at::Tensor trained = ClusterFormerEncoder(c, trainable).Forward(plan, at::kCPU);
+  ASSERT_TRUE(trained.requires_grad());  // it did take the autograd path
+  at::InferenceMode guard;
+  const at::Tensor inferred = ClusterFormerEncoder(c, frozen).Forward(plan, at::kCPU);
+  EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
+}
+
 }  // namespace
 }  // namespace longqa
