@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "server/allocator.h"
+
 namespace longqa {
 namespace {
 
@@ -97,6 +99,13 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   model_info_ = GaugeFamily(r, "longqa_model_info", "The served model (always 1), with its labels");
   resident_memory_ =
       MakeGauge(r, "longqa_process_resident_memory_bytes", "Resident memory of the server process");
+  if (ReadAllocatorStats()) {
+    allocated_memory_ = MakeGauge(r, "longqa_allocator_allocated_bytes",
+                                  "Memory the server holds through malloc (tcmalloc's count)");
+    allocator_free_memory_ =
+        MakeGauge(r, "longqa_allocator_free_bytes",
+                  "Memory freed by the server that tcmalloc keeps mapped for reuse");
+  }
   ready_ =
       MakeGauge(r, "longqa_ready",
                 "1 while the model is loaded and the server answers, 0 while it loads or drains");
@@ -174,6 +183,11 @@ void ServerMetrics::RefreshProcessGauges() {
   long pages_total = 0, pages_resident = 0;
   if (statm >> pages_total >> pages_resident) {
     resident_memory_->Set(static_cast<double>(pages_resident) * sysconf(_SC_PAGESIZE));
+  }
+  if (!allocated_memory_) return;
+  if (const auto stats = ReadAllocatorStats()) {
+    allocated_memory_->Set(static_cast<double>(stats->allocated_bytes));
+    allocator_free_memory_->Set(static_cast<double>(stats->free_bytes));
   }
 }
 

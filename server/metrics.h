@@ -39,7 +39,8 @@ class ServerMetrics {
   void SetReady(bool ready);
   // The queue's token limit, so that alerts can state saturation as a ratio.
   void SetQueueLimit(int64_t max_queue_tokens);
-  // Refreshes gauges read from the OS (resident memory); called before each scrape.
+  // Refreshes gauges read from the OS and the allocator (resident memory, allocated and free
+  // bytes); called before each scrape.
   void RefreshProcessGauges();
 
  private:
@@ -62,6 +63,8 @@ class ServerMetrics {
   prometheus::Gauge* in_flight_;
   prometheus::Family<prometheus::Gauge>* model_info_;
   prometheus::Gauge* resident_memory_;
+  prometheus::Gauge* allocated_memory_ = nullptr;  // null without tcmalloc
+  prometheus::Gauge* allocator_free_memory_ = nullptr;
   prometheus::Gauge* ready_;
   prometheus::Gauge* queue_limit_tokens_;
 };

@@ -106,9 +106,14 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
               << ")\n";
   }
   const Engine* engine = s->engine_.get();
+  FreeMemoryReleaser* releaser = &s->releaser_;
   s->batcher_ = std::make_unique<Batcher>(
-      [engine](const std::vector<const PreparedRequest*>& batch, Engine::BatchTiming* timing,
-               const StopCheck& stop) { return engine->Run(batch, timing, stop); },
+      [engine, releaser](const std::vector<const PreparedRequest*>& batch,
+                         Engine::BatchTiming* timing, const StopCheck& stop) {
+        auto result = engine->Run(batch, timing, stop);
+        releaser->MaybeRelease();
+        return result;
+      },
       batcher_options, s->metrics_.get());
   s->service_ = std::make_unique<QaService>(*s->engine_, s->batcher_.get(), s->metrics_.get(),
                                             options, token, budget.request_bytes);

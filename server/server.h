@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/engine.h"
+#include "server/allocator.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
 #include "server/metrics_endpoint.h"
@@ -42,6 +43,8 @@ class LongqaServer {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
+  // Hands tcmalloc's free spans back after batches, every 10 s at most (server/allocator.h).
+  FreeMemoryReleaser releaser_{std::chrono::seconds(10)};
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<QaService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -475,6 +475,10 @@ TEST_F(ServerTest, AllocatesThroughTcmallocWhenBuiltWithIt) {
   // installs it): 2x faster on long documents than glibc's malloc.
   ASSERT_TRUE(LONGQA_SERVER_TCMALLOC) << "built without libtcmalloc_minimal (CMake warned)";
   EXPECT_TRUE(server_->Maps("libtcmalloc_minimal"));
+  // ...and says on /metrics what tcmalloc holds (server/allocator.h).
+  const std::string page = Scrape(server_->metrics_port());
+  EXPECT_GT(Sample(page, "longqa_allocator_allocated_bytes"), 1e6);
+  EXPECT_GE(Sample(page, "longqa_allocator_free_bytes"), 0);  // -1: missing
 }
 
 TEST_F(ServerTest, ConcurrentClientsShareBatches) {
