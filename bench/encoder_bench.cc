@@ -6,7 +6,7 @@
 //
 // Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N] [--layers=12]
 // [--device=cuda]
-//                             [--models=sliding,cluster,etc,unfused]
+//                             [--models=sliding,cluster,etc,unfused] [--precision=fp32|int8]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   int num_layers = 12;
   std::string device_name = "cpu";
   std::string models = "sliding,cluster,etc";
+  longqa::Precision precision = longqa::Precision::kFp32;
   int64_t batch = 1;  // the tokens of a row are split over this many requests run as one batch
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--min_tokens=", 13) == 0)
@@ -87,13 +88,15 @@ int main(int argc, char** argv) {
       device_name = argv[i] + 9;
     else if (std::strncmp(argv[i], "--models=", 9) == 0)
       models = argv[i] + 9;
+    else if (std::strncmp(argv[i], "--precision=", 12) == 0 && longqa::ParsePrecision(argv[i] + 12))
+      precision = *longqa::ParsePrecision(argv[i] + 12);
     else if (std::strncmp(argv[i], "--batch=", 8) == 0)
       batch = std::max<int64_t>(1, std::atoll(argv[i] + 8));
     else {
       std::fprintf(
           stderr,
           "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-          "[--models=sliding,cluster,etc,unfused] [--batch=N]\n",
+          "[--models=sliding,cluster,etc,unfused] [--precision=fp32|int8] [--batch=N]\n",
           argv[0]);
       return 2;
     }
@@ -130,7 +133,7 @@ int main(int argc, char** argv) {
     if (name == "sliding-unfused") {
       for (auto& [weight_name, t] : weights) t.requires_grad_(true);
     }
-    const longqa::ClusterFormerEncoder encoder(config, weights);
+    const longqa::ClusterFormerEncoder encoder(config, weights, precision);
     for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
       std::vector<longqa::WindowInput> inputs(batch);
       for (int64_t r = 0; r < batch; ++r) {
@@ -143,7 +146,8 @@ int main(int argc, char** argv) {
       Sync(encoder.Forward(plan, device));
       const double s = Seconds(start);
       const double gflops = EncoderFlops(config, plan) / s / 1e9;
-      std::printf("%-16s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", name.c_str(),
+      const std::string row = precision == longqa::Precision::kInt8 ? name + "-int8" : name;
+      std::printf("%-16s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", row.c_str(),
                   static_cast<long long>(tokens), static_cast<long long>(plan.num_windows), s,
                   tokens / s, gflops, 100.0 * gflops / gemm);
       std::fflush(stdout);
@@ -156,7 +160,7 @@ int main(int argc, char** argv) {
   etc.etc.radius = 84;
   etc.etc.relative_clip = 12;
   const longqa::TensorMap etc_weights = OnDevice(longqa::RandomWeights(etc, 1), device);
-  const longqa::EtcEncoder etc_encoder(etc, etc_weights);
+  const longqa::EtcEncoder etc_encoder(etc, etc_weights, longqa::kEtcScoreBudget, precision);
   for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
     std::vector<int32_t> ids(tokens);
     std::vector<int64_t> paragraph(tokens);
@@ -176,7 +180,8 @@ int main(int argc, char** argv) {
     const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
     const double attention = 4.0 * d * (n_l * (3 * 85 + n_g) + n_g * (n_g + n_l));
     const double gflops = num_layers * ((n_l + n_g) * per_row + attention) / s / 1e9;
-    std::printf("%-16s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n", "etc",
+    std::printf("%-16s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n",
+                precision == longqa::Precision::kInt8 ? "etc-int8" : "etc",
                 static_cast<long long>(tokens), 1, s, tokens / s, gflops, 100.0 * gflops / gemm);
     std::fflush(stdout);
   }

@@ -13,6 +13,7 @@
 #include "base/rate_limited_log.h"
 #include "base/status_macros.h"
 #include "model/decode_squad.h"
+#include "model/encoders/int8_linear.h"
 #include "model/format/model_folder.h"
 #include "model/memory_estimate.h"
 
@@ -64,18 +65,26 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                           ? options.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  if (options.precision == Precision::kInt8 && !device.is_cpu()) {
+    return absl::InvalidArgumentError("precision int8 runs on the CPU only");
+  }
+  if (options.precision == Precision::kInt8 && !Int8LinearAvailable()) {
+    return absl::FailedPreconditionError(
+        "precision int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
+  }
   try {
-    return std::unique_ptr<Engine>(new Engine(config, weights, std::move(tokenizer), device));
+    return std::unique_ptr<Engine>(
+        new Engine(config, weights, std::move(tokenizer), device, options.precision));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot build the model: ", e.what()));
   }
 }
 
 Engine::Engine(const ModelConfig& config, const TensorMap& weights,
-               std::unique_ptr<Tokenizer> tokenizer, const at::Device& device)
+               std::unique_ptr<Tokenizer> tokenizer, const at::Device& device, Precision precision)
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
-  model_ = std::make_unique<QaModel>(config_, weights_);
+  model_ = std::make_unique<QaModel>(config_, weights_, precision);
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,

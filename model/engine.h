@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "model/decode.h"
 #include "model/document.h"
+#include "model/encoders/precision.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
 #include "model/qa_model.h"
@@ -37,8 +38,9 @@ struct PreparedRequest {
 };
 
 struct EngineOptions {
-  int threads = 0;             // intra-op threads; 0 = all CPUs
-  std::string device = "cpu";  // "cpu" or "cuda[:N]"
+  int threads = 0;                         // intra-op threads; 0 = all CPUs
+  std::string device = "cpu";              // "cpu" or "cuda[:N]"
+  Precision precision = Precision::kFp32;  // kInt8: CPU only (model/encoders/int8_linear.h)
 };
 
 // A failure inside the model, as the caller's status: RESOURCE_EXHAUSTED for an allocation
@@ -90,7 +92,7 @@ class Engine {
 
  private:
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
-         const at::Device& device);
+         const at::Device& device, Precision precision);
   std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch,
                                      const StopCheck& stop) const;
 

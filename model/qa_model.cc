@@ -38,7 +38,7 @@ std::vector<WindowInput> MakeWindowInputs(const ModelConfig& config,
   return inputs;
 }
 
-QaModel::QaModel(const ModelConfig& config, const TensorMap& weights)
+QaModel::QaModel(const ModelConfig& config, const TensorMap& weights, Precision precision)
     : config_(config),
       qa_w_(WeightAt(weights, std::string(kQaOutputs) + ".weight")),
       qa_b_(WeightAt(weights, std::string(kQaOutputs) + ".bias")),
@@ -47,9 +47,9 @@ QaModel::QaModel(const ModelConfig& config, const TensorMap& weights)
       type_w_(WeightAt(weights, std::string(kAnswerType) + ".weight")),
       type_b_(WeightAt(weights, std::string(kAnswerType) + ".bias")) {
   if (config_.architecture == Architecture::kEtc) {
-    etc_ = std::make_unique<EtcEncoder>(config_, weights);
+    etc_ = std::make_unique<EtcEncoder>(config_, weights, kEtcScoreBudget, precision);
   } else {
-    cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights);
+    cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights, precision);
   }
 }
 

@@ -41,7 +41,8 @@ class QaModel {
  public:
   // `weights` must already be on the device the model will run on; the model keeps references
   // (the same tensors), so a trainer's in-place updates are seen by the next Forward.
-  QaModel(const ModelConfig& config, const TensorMap& weights);
+  QaModel(const ModelConfig& config, const TensorMap& weights,
+          Precision precision = Precision::kFp32);
 
   // `observer` (Cluster-Former only) sees H̄ before every cluster layer (the trainer's memory bank).
   // `stop` is asked between layers; when it says yes, Forward throws BatchStopped.

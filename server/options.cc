@@ -10,6 +10,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics listen address, host:port; empty disables it");
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
+ABSL_FLAG(std::string, precision, "fp32",
+          "Encoder arithmetic: fp32, or int8 (CPU: dense layers with int8 weights and dynamically "
+          "quantised activations; docs/perf.md)");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
 ABSL_FLAG(int64_t, max_batch_tokens, 16384,
           "A batch closes when its requests hold this many tokens (question + document)");
@@ -91,6 +94,10 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.device = absl::GetFlag(FLAGS_device);
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  const auto parsed = ParsePrecision(precision);
+  if (!parsed) return absl::InvalidArgumentError("--precision must be fp32 or int8");
+  o.precision = *parsed;
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);

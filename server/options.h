@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model/encoders/precision.h"
 
 namespace longqa {
 
@@ -14,6 +15,7 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
   std::string device = "cpu";
+  Precision precision = Precision::kFp32;
   int threads = 0;  // intra-op threads; 0 = all CPUs
   // Batching: a batch closes at max_batch_tokens or max_batch_delay_ms after its oldest request.
   int64_t max_batch_tokens = 16384;

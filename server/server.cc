@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
     LONGQA_RETURN_IF_ERROR(s->metrics_endpoint_->Start(options.metrics_listen));
   }
   LONGQA_ASSIGN_OR_RETURN(
-      s->engine_, Engine::LoadFromDir(options.model_dir, {options.threads, options.device}));
+      s->engine_,
+      Engine::LoadFromDir(options.model_dir, {options.threads, options.device, options.precision}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
   // What the math runs on; a BLAS forced below the CPU's speed is said every start.
   const ComputeInfo compute = DescribeCompute();

@@ -14,10 +14,11 @@ at::Tensor ToDevice(const std::vector<int64_t>& v, const at::Device& device) {
 
 }  // namespace
 
-ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights)
+ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights,
+                                           Precision precision)
     : config_(config), embeddings_(weights, config) {
   for (int64_t i = 0; i < config.num_layers(); ++i) {
-    layers_.emplace_back(weights, LayerScope(i), config);
+    layers_.emplace_back(weights, LayerScope(i), config, precision);
     centroids_.push_back(config.layers[i] == 'C' ? WeightAt(weights, LayerScope(i) + ".centroids")
                                                  : at::Tensor());
   }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "model/encoders/precision.h"
 #include "model/encoders/stop_check.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/encoders/window_plan.h"
@@ -21,7 +22,8 @@ namespace longqa {
 class ClusterFormerEncoder {
  public:
   // `weights` must already be on the device the encoder will run on.
-  ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights);
+  ClusterFormerEncoder(const ModelConfig& config, const TensorMap& weights,
+                       Precision precision = Precision::kFp32);
 
   // Called with H̄ [R, d] just before each cluster layer; returning false stops the forward pass
   // there (the centroid builder needs only the states up to the layer it works on).

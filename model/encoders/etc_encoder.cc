@@ -20,11 +20,12 @@ struct EtcEncoder::RequestTables {
   at::Tensor long_segment;    // [num_blocks * block]: segment of a long token, -2 for padding
 };
 
-EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int64_t score_budget)
+EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int64_t score_budget,
+                       Precision precision)
     : config_(config), score_budget_(score_budget), embeddings_(weights, config) {
   for (int64_t i = 0; i < config.num_layers(); ++i) {
     const std::string s = LayerScope(i) + ".attention.self.";
-    Layer layer{TransformerLayer(weights, LayerScope(i), config),
+    Layer layer{TransformerLayer(weights, LayerScope(i), config, precision),
                 {},
                 {},
                 {},

@@ -37,8 +37,10 @@ class EtcEncoder {
  public:
   // `score_budget` (elements) bounds a chunk's score block; tests pass a small one to exercise
   // the chunking on small inputs.
+  // kInt8 quantises each layer's output and FFN (TransformerLayer); the attention projections
+  // stay fp32.
   EtcEncoder(const ModelConfig& config, const TensorMap& weights,
-             int64_t score_budget = kEtcScoreBudget);
+             int64_t score_budget = kEtcScoreBudget, Precision precision = Precision::kFp32);
 
   // Dense parts run over the rows of all requests at once; attention runs per request. `stop` is
   // asked before every layer and every chunk of long queries (stop_check.h).

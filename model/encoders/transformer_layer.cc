@@ -13,7 +13,7 @@ const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name) {
 }
 
 TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
-                                   const ModelConfig& config)
+                                   const ModelConfig& config, Precision precision)
     : num_heads_(config.num_heads), eps_(config.layer_norm_eps) {
   const std::string a = s + ".attention.";
   q_w_ = WeightAt(w, a + "self.query.weight");
@@ -36,6 +36,19 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
     qkv_w_ = at::cat({q_w_, k_w_, v_w_}, 0);
     qkv_b_ = at::cat({q_b_, k_b_, v_b_}, 0);
   }
+  if (precision == Precision::kInt8) {
+    if (!qkv_w_.defined()) throw std::invalid_argument("int8 layers need frozen weights");
+    if (!q_w_.device().is_cpu()) throw std::invalid_argument("int8 runs on the CPU only");
+    qkv8_ = std::make_shared<const Int8Linear>(qkv_w_, qkv_b_);
+    o8_ = std::make_shared<const Int8Linear>(o_w_, o_b_);
+    i8_ = std::make_shared<const Int8Linear>(i_w_, i_b_);
+    f8_ = std::make_shared<const Int8Linear>(f_w_, f_b_);
+  }
+}
+
+at::Tensor TransformerLayer::Dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                   const std::shared_ptr<const Int8Linear>& int8) {
+  return int8 ? int8->Forward(x) : at::linear(x, w, b);
 }
 
 at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid) const {
@@ -76,7 +89,7 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
   const int64_t h = num_heads_, dh = d / num_heads_;
   // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
   const at::Tensor qkv =
-      at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
+      Dense(x, qkv_w_, qkv_b_, qkv8_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
   const at::Tensor q = qkv[0].reshape({b * h, t, dh});
   const at::Tensor k = qkv[1].reshape({b * h, t, dh});
   const at::Tensor v = qkv[2].reshape({b * h, t, dh});
@@ -95,11 +108,11 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
 
 at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context) const {
   const int64_t d = x.size(-1);
-  at::Tensor h1 = at::linear(context, o_w_, o_b_).add_(x);
+  at::Tensor h1 = Dense(context, o_w_, o_b_, o8_).add_(x);
   h1 = at::layer_norm(h1, {d}, ln1_w_, ln1_b_, eps_);
-  at::Tensor inner = at::linear(h1, i_w_, i_b_);
+  at::Tensor inner = Dense(h1, i_w_, i_b_, i8_);
   at::gelu_out(inner, inner);  // in place: elementwise, so the output may alias the input
-  at::Tensor ffn = at::linear(inner, f_w_, f_b_).add_(h1);
+  at::Tensor ffn = Dense(inner, f_w_, f_b_, f8_).add_(h1);
   return at::layer_norm(ffn, {d}, ln2_w_, ln2_b_, eps_);
 }
 

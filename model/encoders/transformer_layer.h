@@ -6,8 +6,11 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <string>
 
+#include "model/encoders/int8_linear.h"
+#include "model/encoders/precision.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
 
@@ -19,8 +22,10 @@ inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
 
 class TransformerLayer {
  public:
-  // Takes the weights under `scope` (e.g. "encoder.layer.3").
-  TransformerLayer(const TensorMap& weights, const std::string& scope, const ModelConfig& config);
+  // Takes the weights under `scope` (e.g. "encoder.layer.3"). kInt8 quantises the dense layers
+  // (Q/K/V, output, FFN) for the inference path; it needs frozen weights on the CPU.
+  TransformerLayer(const TensorMap& weights, const std::string& scope, const ModelConfig& config,
+                   Precision precision = Precision::kFp32);
 
   // x [B, T, d]; valid [B, T] bool (false = padding, never attended to). Returns [B, T, d].
   // Large batches run in groups so that the attention scores stay within a memory bound.
@@ -40,6 +45,9 @@ class TransformerLayer {
   // the score scale inside the score GEMM, and activations updated in place.
   at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
   at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context) const;
+  // x W^T + b, through `int8` when the layer is quantised.
+  static at::Tensor Dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                          const std::shared_ptr<const Int8Linear>& int8);
 
   int64_t num_heads_;
   double eps_;
@@ -48,6 +56,8 @@ class TransformerLayer {
   // [3d, d] and [3d]: q, k, v weights stacked; defined only when the weights are frozen (the
   // trainer's require grad and change every step, so a copy would go stale).
   at::Tensor qkv_w_, qkv_b_;
+  // Set for Precision::kInt8 only (shared: layers are copied into the encoders' vectors).
+  std::shared_ptr<const Int8Linear> qkv8_, o8_, i8_, f8_;
 };
 
 // RoBERTa-style embeddings: word + position + token type (+ exact match), then LayerNorm. Models

@@ -1,0 +1,37 @@
+// A Linear layer with int8 weights and dynamically quantised int8 activations (the dynamic
+// quantisation ONNX Runtime and PyTorch apply to BERT), through LibTorch's oneDNN quantized
+// engine: weights quantised once (symmetric, s8, one scale), each input per tensor (u8)
+// at every call, the GEMM in integers, the result back in fp32 with the bias added.
+// CPU only; inference only.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+struct LinearPackedParamsBase;
+
+namespace longqa {
+
+class Int8Linear {
+ public:
+  // weight [out, in] and bias [out], fp32 on the CPU.
+  Int8Linear(const at::Tensor& weight, const at::Tensor& bias);
+  ~Int8Linear();
+  Int8Linear(Int8Linear&&) noexcept;
+  Int8Linear& operator=(Int8Linear&&) noexcept;
+
+  // x [..., in] fp32 → [..., out] fp32.
+  at::Tensor Forward(const at::Tensor& x) const;
+
+  // The weight as the GEMM sees it (dequantised), for tests.
+  const at::Tensor& dequantized_weight() const { return dequantized_; }
+
+ private:
+  c10::intrusive_ptr<LinearPackedParamsBase> packed_;
+  at::Tensor dequantized_;
+};
+
+// Whether this LibTorch has a quantized engine that runs Int8Linear (oneDNN).
+bool Int8LinearAvailable();
+
+}  // namespace longqa
