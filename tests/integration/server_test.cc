@@ -576,11 +576,33 @@ TEST(ServerOptionsTest, UntrainedHeadsAreNamedInAWarningAtStart) {
   EXPECT_NE(plain.log().find("longqa-server: BLAS core "), std::string::npos) << plain.log();
 }
 
+TEST(ServerOptionsTest, Int8PrecisionServesThroughTheQuantisedLayers) {
+  // The same question at fp32 and int8: both answer; the int8 scores differ (it did run the
+  // quantised layers) but only by what quantisation costs (the answers' agreement on the shipped
+  // model's dev set: docs/perf/README.md).
+  ServerProcess fp32({"--model_dir=" + ModelDir()});
+  ServerProcess int8({"--model_dir=" + ModelDir(), "--precision=int8"});
+  ASSERT_TRUE(fp32.ok()) << fp32.log();
+  ASSERT_TRUE(int8.ok()) << int8.log();
+  v1::AnswerResponse a, b;
+  const auto request = Request("kalo ruso", Document(4, 30));
+  ASSERT_TRUE(Call(*Stub(fp32.address()), request, &a).ok());
+  ASSERT_TRUE(Call(*Stub(int8.address()), request, &b).ok());
+  EXPECT_NE(a.no_answer_score(), b.no_answer_score());
+  EXPECT_NEAR(a.no_answer_score(), b.no_answer_score(), 0.1 * std::abs(a.no_answer_score()) + 0.1);
+  EXPECT_NEAR(a.best_answer_score(), b.best_answer_score(),
+              0.1 * std::abs(a.best_answer_score()) + 0.1);
+}
+
 TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
   ServerProcess bad_batch({"--model_dir=" + ModelDir(), "--max_batch_tokens=0"});
   EXPECT_FALSE(bad_batch.ok());
   EXPECT_NE(bad_batch.log().find("--max_batch_tokens must be positive"), std::string::npos)
       << bad_batch.log();
+  ServerProcess bad_precision({"--model_dir=" + ModelDir(), "--precision=fp8"});
+  EXPECT_FALSE(bad_precision.ok());
+  EXPECT_NE(bad_precision.log().find("--precision must be fp32 or int8"), std::string::npos)
+      << bad_precision.log();
   ServerProcess no_model({"--model_dir=/nonexistent"});
   EXPECT_FALSE(no_model.ok());
   EXPECT_NE(no_model.log().find("/nonexistent"), std::string::npos) << no_model.log();
