@@ -6,7 +6,7 @@
 #            instrumented). Left out: the Python and deploy tests (they run
 #            the normal build), and the checks that measure memory or the allocator
 #            (memory_estimate_test, ManyOneLineParagraphsDoNotBlowMemory: ASan's shadow and
-#            quarantine are counted; AllocatesThroughTcmallocWhenBuiltWithIt, AllocatorTest: no
+#            quarantine are counted; AllocatesThroughTcmallocWhenBuiltWithIt, allocator_test: no
 #            tcmalloc here).
 #   thread:  TSan in build-tsan on the project's own concurrent code without gRPC: batcher_test
 #            (the scheduler, its queues, workers, sweeps and drain, with a fake engine) and the
@@ -31,7 +31,7 @@ if [[ $kind == address ]]; then
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
   cd "$build"
   ctest --output-on-failure -j "$(nproc)" --timeout 1200 -L "unit|integration" -LE python \
-    -E "memory_estimate_test|ManyOneLineParagraphsDoNotBlowMemory|AllocatesThroughTcmalloc|AllocatorTest"
+    -E "memory_estimate_test|ManyOneLineParagraphsDoNotBlowMemory|AllocatesThroughTcmalloc|allocator_test"
 else
   cmake --build "$build" -j "$(nproc)" --target batcher_test
   export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
