@@ -12,7 +12,7 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
 ABSL_FLAG(std::string, precision, "fp32",
           "Encoder arithmetic: fp32, or int8 (CPU: dense layers with int8 weights and dynamically "
-          "quantised activations; docs/perf.md)");
+          "quantised activations; docs/perf/README.md)");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
 ABSL_FLAG(int64_t, max_batch_tokens, 16384,
           "A batch closes when its requests hold this many tokens (question + document)");
