@@ -4,8 +4,8 @@
 // next to the fp32 GEMM rate measured in the same run. A flat tokens/s across lengths shows that
 // nothing grows quadratically with document length.
 //
-// Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N] [--layers=12]
-// [--device=cuda]
+// Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N]
+//                             [--layers=12] [--device=cuda] [--batch=N]
 //                             [--models=sliding,cluster,etc,unfused] [--precision=fp32|int8]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -12,15 +12,6 @@ namespace {
 
 using PackFn = c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>);
 
-void UseOneDnn() {
-  const auto& engines = at::globalContext().supportedQEngines();
-  if (std::find(engines.begin(), engines.end(), at::QEngine::ONEDNN) == engines.end()) {
-    throw std::runtime_error(
-        "int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
-  }
-  at::globalContext().setQEngine(at::QEngine::ONEDNN);
-}
-
 }  // namespace
 
 bool Int8LinearAvailable() {
@@ -29,19 +20,22 @@ bool Int8LinearAvailable() {
 }
 
 Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias) {
-  UseOneDnn();
+  if (!Int8LinearAvailable()) {
+    throw std::runtime_error(
+        "int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
+  }
+  at::globalContext().setQEngine(at::QEngine::ONEDNN);
   const at::Tensor w = weight.detach().to(at::kFloat).contiguous();
   // Symmetric, one scale for the whole weight (as PyTorch's and ONNX Runtime's dynamic
   // quantisation do by default): the largest magnitude maps to 127. Per-channel scales would be
   // finer, but LibTorch 1.13's oneDNN engine computes them wrong (11% off on a random 96x80
   // weight, per-tensor 0.4%).
   const double scale = std::max(w.abs().max().item<double>(), 1e-12) / 127.0;
-  const at::Tensor q = at::quantize_per_tensor(w, scale, 0, at::kQInt8);
-  dequantized_ = q.dequantize();
+  quantized_ = at::quantize_per_tensor(w, scale, 0, at::kQInt8);
   static const auto pack = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("quantized::linear_prepack", "")
                                .typed<PackFn>();
-  packed_ = pack.call(q, bias.detach().to(at::kFloat).contiguous());
+  packed_ = pack.call(quantized_, bias.detach().to(at::kFloat).contiguous());
 }
 
 Int8Linear::~Int8Linear() = default;

@@ -24,11 +24,11 @@ class Int8Linear {
   at::Tensor Forward(const at::Tensor& x) const;
 
   // The weight as the GEMM sees it (dequantised), for tests.
-  const at::Tensor& dequantized_weight() const { return dequantized_; }
+  at::Tensor dequantized_weight() const { return quantized_.dequantize(); }
 
  private:
   c10::intrusive_ptr<LinearPackedParamsBase> packed_;
-  at::Tensor dequantized_;
+  at::Tensor quantized_;  // int8: a quarter of the fp32 weight; the GEMM reads packed_
 };
 
 // Whether this LibTorch has a quantized engine that runs Int8Linear (oneDNN).

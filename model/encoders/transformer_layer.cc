@@ -51,6 +51,10 @@ at::Tensor TransformerLayer::Dense(const at::Tensor& x, const at::Tensor& w, con
   return int8 ? int8->Forward(x) : at::linear(x, w, b);
 }
 
+bool TransformerLayer::InferencePath() const {
+  return qkv_w_.defined() && !at::GradMode::is_enabled();
+}
+
 at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid) const {
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
@@ -66,7 +70,7 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
 }
 
 at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const {
-  if (qkv_w_.defined() && !at::GradMode::is_enabled()) return ForwardGroupInference(x, valid);
+  if (InferencePath()) return ForwardGroupInference(x, valid);
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t dh = d / num_heads_;
   auto heads = [&](const at::Tensor& y) {  // [B, T, d] → [B, h, T, dh]
@@ -121,7 +125,7 @@ at::Tensor TransformerLayer::Key(const at::Tensor& x) const { return at::linear(
 at::Tensor TransformerLayer::Value(const at::Tensor& x) const { return at::linear(x, v_w_, v_b_); }
 
 at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {
-  if (qkv_w_.defined() && !at::GradMode::is_enabled()) return FinishInference(x, context);
+  if (InferencePath()) return FinishInference(x, context);
   const int64_t d = x.size(-1);
   const at::Tensor h1 =
       at::layer_norm(x + at::linear(context, o_w_, o_b_), {d}, ln1_w_, ln1_b_, eps_);

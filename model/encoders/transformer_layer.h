@@ -41,6 +41,8 @@ class TransformerLayer {
 
  private:
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
+  // Whether this call takes the inference path: frozen weights (qkv_w_ made) and autograd off.
+  bool InferencePath() const;
   // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,
   // the score scale inside the score GEMM, and activations updated in place.
   at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
