@@ -1,19 +1,26 @@
 // Encoder throughput: tokens/s of a sliding-window-only model, a Cluster-Former model (d=768, 12
-// heads, FFN 3072, 12 layers, l=256, m=224) and an ETC model (same dims, r=84, k=12, one global
-// segment token per 64-token paragraph) at 1k to 32k context tokens,
+// heads, FFN 3072, 12 layers, l=256, m=224), the same plan with neural clustering (nca),
+// clustered (clustered) or improved clustered (iclustered) attention in place of its C layers,
+// and an ETC model (same dims, r=84, k=12, one global segment token per 64-token paragraph) at
+// 1k to 32k context tokens,
 // next to the fp32 GEMM rate measured in the same run. A flat tokens/s across lengths shows that
 // nothing grows quadratically with document length.
 //
 // Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N]
 //                             [--layers=12] [--device=cuda] [--batch=N]
-//                             [--models=sliding,cluster,etc,unfused] [--precision=fp32|int8]
+//                             [--models=sliding,cluster,nca,clustered,iclustered,etc,unfused]
+//                             [--precision=fp32|int8]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,17 +58,33 @@ longqa::TensorMap OnDevice(longqa::TensorMap weights, const at::Device& device) 
   return weights;
 }
 
-// Dense FLOPs of the layers actually run: projections + FFN per row, attention per row pair.
-double EncoderFlops(const longqa::ModelConfig& c, const longqa::WindowPlan& plan) {
+// Dense FLOPs of the layers actually run: projections + FFN per row, attention per row and the
+// keys it meets (a window, a chunk of m, two blocks of N/k, or C cluster rows [+ top-k keys]).
+// One request per plan row range; `clusters` is the N layers' k.
+double EncoderFlops(const longqa::ModelConfig& c, const longqa::WindowPlan& plan,
+                    int64_t clusters) {
   const double d = c.hidden_size, ffn = c.intermediate_size;
   const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
+  const double request_rows = double(plan.num_rows) / (plan.rows_begin.size() - 1);
   double flops = 0;
   for (char kind : c.layers) {
     const double rows = kind == 'S' ? double(plan.num_windows) * plan.window_len : plan.num_rows;
-    const double seq = kind == 'S' ? plan.window_len : c.stride_tokens;
-    flops += rows * (per_row + 4.0 * seq * d);
+    double keys = kind == 'S' ? plan.window_len : c.stride_tokens;
+    if (kind == 'N') keys = 2.0 * std::ceil(request_rows / clusters);
+    if (kind == 'K' || kind == 'I') {
+      keys = std::min<double>(c.clustered.clusters, request_rows) +
+             (kind == 'I' ? c.clustered.topk : 0);
+    }
+    flops += rows * (per_row + 4.0 * keys * d);
   }
   return flops;
+}
+
+std::set<std::string> Split(const std::string& list) {
+  std::set<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.insert(item);
+  return out;
 }
 
 }  // namespace
@@ -72,7 +95,7 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   int num_layers = 12;
   std::string device_name = "cpu";
-  std::string models = "sliding,cluster,etc";
+  std::string model_list = "sliding,cluster,etc";
   longqa::Precision precision = longqa::Precision::kFp32;
   int64_t batch = 1;  // the tokens of a row are split over this many requests run as one batch
   for (int i = 1; i < argc; ++i) {
@@ -87,7 +110,7 @@ int main(int argc, char** argv) {
     else if (std::strncmp(argv[i], "--device=", 9) == 0)
       device_name = argv[i] + 9;
     else if (std::strncmp(argv[i], "--models=", 9) == 0)
-      models = argv[i] + 9;
+      model_list = argv[i] + 9;
     else if (std::strncmp(argv[i], "--precision=", 12) == 0 && longqa::ParsePrecision(argv[i] + 12))
       precision = *longqa::ParsePrecision(argv[i] + 12);
     else if (std::strncmp(argv[i], "--batch=", 8) == 0)
@@ -96,11 +119,13 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-          "[--models=sliding,cluster,etc,unfused] [--precision=fp32|int8] [--batch=N]\n",
+          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused] [--precision=fp32|int8] "
+          "[--batch=N]\n",
           argv[0]);
       return 2;
     }
   }
+  const std::set<std::string> models = Split(model_list);
   at::set_num_threads(threads);
   at::InferenceMode guard;
   const at::Device device(device_name);
@@ -117,16 +142,27 @@ int main(int argc, char** argv) {
   std::string cluster = sliding;  // cluster layers in the upper half, as in the paper's QA setup
   cluster[num_layers * 5 / 8] = 'C';
   cluster[num_layers * 7 / 8] = 'C';
+  // Centroids of the C and N layers (N: blocks of N/64 rows, about sqrt(N) at 4k tokens).
+  constexpr int64_t kClusters = 64;
+  auto with_cluster_layers = [&](char kind) {
+    std::string plan = cluster;
+    for (char& c : plan) c = c == 'C' ? kind : c;
+    return plan;
+  };
   std::vector<std::pair<std::string, std::string>> plans;
-  if (models.find("sliding") != std::string::npos) plans.push_back({"sliding-window", sliding});
-  if (models.find("cluster") != std::string::npos) plans.push_back({"cluster-former", cluster});
+  if (models.count("sliding")) plans.push_back({"sliding-window", sliding});
+  if (models.count("cluster")) plans.push_back({"cluster-former", cluster});
+  // The papers' other attention families in the cluster layers' places (docs/model-format.md).
+  if (models.count("nca")) plans.push_back({"neural-cluster", with_cluster_layers('N')});
+  if (models.count("clustered")) plans.push_back({"clustered", with_cluster_layers('K')});
+  if (models.count("iclustered")) plans.push_back({"i-clustered", with_cluster_layers('I')});
   // The layers' training path (separate Q, K, V GEMMs, no in-place updates): what every row ran
   // before the inference path, for a before/after in one run.
-  if (models.find("unfused") != std::string::npos) plans.push_back({"sliding-unfused", sliding});
+  if (models.count("unfused")) plans.push_back({"sliding-unfused", sliding});
   for (const auto& [name, layers] : plans) {
     const longqa::ModelConfig config = longqa::ClusterFormerConfig(
         /*vocab_size=*/8000, /*hidden_size=*/768, /*num_heads=*/12, /*intermediate_size=*/3072,
-        layers, /*window_tokens=*/256, /*stride_tokens=*/224, /*clusters_per_layer=*/64,
+        layers, /*window_tokens=*/256, /*stride_tokens=*/224, /*clusters_per_layer=*/kClusters,
         /*max_question_tokens=*/30);
     longqa::TensorMap weights = OnDevice(longqa::RandomWeights(config, 1), device);
     // Weights that require grad keep a layer off its inference path (transformer_layer.h).
@@ -145,7 +181,7 @@ int main(int argc, char** argv) {
       const auto start = Clock::now();
       Sync(encoder.Forward(plan, device));
       const double s = Seconds(start);
-      const double gflops = EncoderFlops(config, plan) / s / 1e9;
+      const double gflops = EncoderFlops(config, plan, kClusters) / s / 1e9;
       const std::string row = precision == longqa::Precision::kInt8 ? name + "-int8" : name;
       std::printf("%-16s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", row.c_str(),
                   static_cast<long long>(tokens), static_cast<long long>(plan.num_windows), s,
@@ -153,7 +189,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (models.find("etc") == std::string::npos) return 0;
+  if (!models.count("etc")) return 0;
   longqa::ModelConfig etc = longqa::ClusterFormerConfig(
       8000, 768, 12, 3072, std::string(num_layers, 'E'), 256, 224, 0, 30);
   etc.architecture = longqa::Architecture::kEtc;

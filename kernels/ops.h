@@ -23,6 +23,30 @@ at::Tensor OverlapMerge(const at::Tensor& src, const at::Tensor& offsets,
 // rows [N, d], centroids [C, d] (any norm) → [N] int64.
 at::Tensor ClusterAssign(const at::Tensor& rows, const at::Tensor& centroids);
 
+// The column of each row's highest score (ties → lowest column). scores [N, C] → [N] int64.
+at::Tensor ScoreArgmax(const at::Tensor& scores);
+
+// Clustered attention's Lloyd step in Hamming space: for every hash code, the index of the nearest
+// centroid code of its group (popcount of the XOR; ties → lowest index).
+// codes [G, N] int64, centroids [G, C] int64 → [G, N] int64.
+at::Tensor HammingAssign(const at::Tensor& codes, const at::Tensor& centroids);
+
+// The update step of that K-Means: every centroid code becomes the bitwise majority of its
+// members' codes (a tie, or no member, keeps the old bit). codes [G, N], order [G * N] (flat
+// indices of codes, sorted by cluster g * C + j), offsets [G * C + 1] (where each cluster's
+// members start in order), centroids [G, C] → [G, C].
+at::Tensor HammingMajority(const at::Tensor& codes, const at::Tensor& order,
+                           const at::Tensor& offsets, const at::Tensor& centroids, int64_t bits);
+
+// Scores of listed (query, key) pairs, per group: out[g, i, j] = q[g, i] · k[g, index[g, i, j]].
+// q [G, N, d], k [G, M, d], index [G, N, S] int64 in [0, M) → [G, N, S].
+at::Tensor SparseDotProduct(const at::Tensor& q, const at::Tensor& k, const at::Tensor& index);
+
+// Weighted sums of listed value rows: out[g, i] = sum_j weights[g, i, j] * v[g, index[g, i, j]].
+// weights [G, N, S], v [G, M, dv], index [G, N, S] int64 in [0, M) → [G, N, dv].
+at::Tensor SparseWeightedSum(const at::Tensor& weights, const at::Tensor& v,
+                             const at::Tensor& index);
+
 // Stable sort by key within each segment; returns perm [N] int64 of global row indices
 // (perm[k] = row at sorted position k). keys [N] int64 in [0, num_keys),
 // seg_offsets [S+1] int64 from 0 to N.

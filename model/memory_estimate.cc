@@ -27,6 +27,30 @@ int64_t GroupedLayerFloats(const ModelConfig& c, int64_t sequences, int64_t len)
          3 * sequences * len * c.hidden_size;
 }
 
+// An N layer (neural_clustering_attention.cc) over one request's `rows`: the layer's dense
+// tensors, the sorted and blocked q/k/v with their two-block key and value copies, and the scores
+// and softmax of the blocks run together (groups within kLayerScoreBudget).
+int64_t NeuralClusteringLayerFloats(const ModelConfig& c, int64_t rows, int64_t clusters) {
+  const int64_t w = (rows + clusters - 1) / clusters;
+  const int64_t blocks = (rows + w - 1) / w;
+  const int64_t padded = blocks * w;
+  const int64_t per_block = c.num_heads * w * (blocks > 1 ? 2 * w : w);
+  const int64_t group = std::min(blocks, std::max<int64_t>(1, kLayerScoreBudget / per_block));
+  return LayerFloats(c, rows) + 7 * padded * c.hidden_size + 2 * group * per_block;
+}
+
+// A K or I layer (clustered_attention.cc) over one request's `rows`: the dense tensors, one
+// head's hash bits (int64: two floats each), the cluster scores and softmax of the heads run
+// together, and for I the per-query top-k lists (keys int64, scores, softmax) and value sums.
+int64_t ClusteredLayerFloats(const ModelConfig& c, int64_t rows, bool improved) {
+  const int64_t clusters = std::min(c.clustered.clusters, rows);
+  const int64_t per_head = clusters * rows;
+  const int64_t heads = std::min(c.num_heads, std::max<int64_t>(1, kLayerScoreBudget / per_head));
+  const int64_t topk = improved ? std::min(c.clustered.topk, rows) : 0;
+  return LayerFloats(c, rows) + 3 * rows * c.clustered.bits + 2 * heads * per_head +
+         c.num_heads * rows * 5 * topk + 3 * rows * c.hidden_size;
+}
+
 int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r) {
   const int64_t x = std::max<int64_t>(1, r.document_tokens);
   const int64_t windows = NumWindows(x, c.window_tokens, c.stride_tokens);
@@ -34,8 +58,18 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r) {
   const int64_t rows = x + windows * r.question_tokens;  // H̄: context once, a question per window
   // A clustered layer attends within chunks of `stride` rows of the sorted H̄.
   const int64_t chunk = std::max<int64_t>(1, c.stride_tokens);
-  const int64_t layer = std::max(GroupedLayerFloats(c, windows, t),
-                                 GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk));
+  int64_t layer = std::max(GroupedLayerFloats(c, windows, t),
+                           GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk));
+  size_t clustered_layer = 0;  // index into num_clusters (C and N layers)
+  for (char kind : c.layers) {
+    if (kind == 'N') {
+      layer =
+          std::max(layer, NeuralClusteringLayerFloats(c, rows, c.num_clusters[clustered_layer]));
+    } else if (kind == 'K' || kind == 'I') {
+      layer = std::max(layer, ClusteredLayerFloats(c, rows, kind == 'I'));
+    }
+    clustered_layer += kind == 'C' || kind == 'N';
+  }
   // Across layers: H̄ and the embeddings of the window slots.
   return layer + (windows * t + 2 * rows) * c.hidden_size;
 }

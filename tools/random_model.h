@@ -13,13 +13,13 @@ namespace longqa {
 
 struct RandomModelSpec {
   std::string architecture = "cluster_former";  // or "etc"
-  std::string layers = "SSCS";                  // S/C for cluster_former; E for etc
+  std::string layers = "SSCS";                  // S/C/N/K/I for cluster_former; E for etc
   int64_t hidden_size = 64;
   int64_t num_heads = 4;
   int64_t intermediate_size = 128;
   int64_t window_tokens = 64;
   int64_t stride_tokens = 48;
-  int64_t clusters = 8;     // per C layer
+  int64_t clusters = 8;     // per C or N layer
   int64_t etc_radius = 16;  // r
   int64_t vocab_size = 400;
   int64_t max_question_tokens = 32;

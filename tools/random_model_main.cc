@@ -9,13 +9,14 @@
 
 ABSL_FLAG(std::string, out, "", "Folder to write (created if missing)");
 ABSL_FLAG(std::string, architecture, "cluster_former", "cluster_former or etc");
-ABSL_FLAG(std::string, layers, "SSCS", "Layer plan: S/C letters (cluster_former), E (etc)");
+ABSL_FLAG(std::string, layers, "SSCS",
+          "Layer plan: S, C, N, K, I letters (cluster_former; docs/model-format.md), E (etc)");
 ABSL_FLAG(int64_t, hidden_size, 64, "d");
 ABSL_FLAG(int64_t, num_heads, 4, "Attention heads");
 ABSL_FLAG(int64_t, intermediate_size, 128, "FFN width");
 ABSL_FLAG(int64_t, window_tokens, 64, "Cluster-Former window l");
 ABSL_FLAG(int64_t, stride_tokens, 48, "Cluster-Former stride m");
-ABSL_FLAG(int64_t, clusters, 8, "Centroids per cluster layer");
+ABSL_FLAG(int64_t, clusters, 8, "Centroids per C or N layer");
 ABSL_FLAG(int64_t, etc_radius, 16, "ETC local radius r");
 ABSL_FLAG(int64_t, vocab_size, 400, "Sentencepiece vocabulary (an upper bound)");
 ABSL_FLAG(std::string, corpus, "", "Text to train the tokenizer on (default: generated)");

@@ -66,6 +66,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                      "\" models are served as imported, not trained here; import with "
                      "tools/import_hf.py --qa_format nq to fine-tune"));
   }
+  if (t->config_.layers.find_first_of("NKI") != std::string::npos) {
+    // Their cluster assignments pass no gradient, and the papers' clustering losses (neural
+    // clustering's L1/L2) are not implemented: these layer types serve, they do not train.
+    return absl::InvalidArgumentError(absl::StrCat(
+        t->model_dir_, ": layers \"", t->config_.layers,
+        "\" has N, K or I layers, which longqa serves but does not train (docs/model-format.md)"));
+  }
   t->weights_ = std::move(folder.weights);
   TensorMap params;
   for (auto& [name, tensor] : t->weights_) {

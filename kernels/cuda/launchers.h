@@ -20,6 +20,23 @@ const char* OverlapMerge(DType dtype, const void* src, int64_t src_row_stride,
 const char* RowArgmax(DType dtype, const void* scores, int64_t rows, int64_t num_cols, int64_t* out,
                       void* stream);
 
+// codes [rows] (groups of n), centroids [rows / n, c] → out [rows]: nearest centroid code.
+const char* HammingAssign(const int64_t* codes, int64_t rows, int64_t n, const int64_t* centroids,
+                          int64_t c, int64_t* out, void* stream);
+
+// One new code per cluster (order: members sorted by cluster; offsets [clusters + 1]).
+const char* HammingMajority(const int64_t* codes, const int64_t* order, const int64_t* offsets,
+                            const int64_t* old, int64_t clusters, int64_t bits, int64_t* out,
+                            void* stream);
+
+const char* SparseDotProduct(DType dtype, const void* q, const void* k, const int64_t* index,
+                             int64_t groups, int64_t n, int64_t m, int64_t s, int64_t d, void* out,
+                             void* stream);
+
+const char* SparseWeightedSum(DType dtype, const void* weights, const void* v, const int64_t* index,
+                              int64_t groups, int64_t n, int64_t m, int64_t s, int64_t dv,
+                              void* out, void* stream);
+
 const char* StableCountingSort(const int64_t* keys, const int64_t* seg_offsets,
                                int64_t num_segments, int64_t num_keys, int64_t* counts_scratch,
                                int64_t* perm, void* stream);

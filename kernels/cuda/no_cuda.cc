@@ -16,6 +16,22 @@ const char* OverlapMerge(DType, const void*, int64_t, const int64_t*, const int6
   return kNoCuda;
 }
 const char* RowArgmax(DType, const void*, int64_t, int64_t, int64_t*, void*) { return kNoCuda; }
+const char* HammingAssign(const int64_t*, int64_t, int64_t, const int64_t*, int64_t, int64_t*,
+                          void*) {
+  return kNoCuda;
+}
+const char* HammingMajority(const int64_t*, const int64_t*, const int64_t*, const int64_t*, int64_t,
+                            int64_t, int64_t*, void*) {
+  return kNoCuda;
+}
+const char* SparseDotProduct(DType, const void*, const void*, const int64_t*, int64_t, int64_t,
+                             int64_t, int64_t, int64_t, void*, void*) {
+  return kNoCuda;
+}
+const char* SparseWeightedSum(DType, const void*, const void*, const int64_t*, int64_t, int64_t,
+                              int64_t, int64_t, int64_t, void*, void*) {
+  return kNoCuda;
+}
 const char* StableCountingSort(const int64_t*, const int64_t*, int64_t, int64_t, int64_t*, int64_t*,
                                void*) {
   return kNoCuda;

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include "kernels/ops.h"
+#include "model/encoders/clustered_attention.h"
+#include "model/encoders/neural_clustering_attention.h"
 #include "model/encoders/trainable_ops.h"
 
 namespace longqa {
@@ -18,8 +20,14 @@ ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const Tens
                                            Precision precision)
     : config_(config), embeddings_(weights, config) {
   for (int64_t i = 0; i < config.num_layers(); ++i) {
-    layers_.emplace_back(weights, LayerScope(i), config, precision);
-    centroids_.push_back(config.layers[i] == 'C' ? WeightAt(weights, LayerScope(i) + ".centroids")
+    const char kind = config.layers[i];
+    const std::string scope = LayerScope(i);
+    layers_.emplace_back(weights, scope, config, precision);
+    centroids_.push_back(kind == 'C' || kind == 'N' ? WeightAt(weights, scope + ".centroids")
+                                                    : at::Tensor());
+    projections_.push_back(kind == 'N' ? WeightAt(weights, scope + kClusterProjection)
+                                       : at::Tensor());
+    planes_.push_back(kind == 'K' || kind == 'I' ? WeightAt(weights, scope + kHashPlanes)
                                                  : at::Tensor());
   }
 }
@@ -94,6 +102,10 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
       hbar = OverlapMergeTrainable(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
       continue;
     }
+    if (IsClusteringAttentionLayer(config_.layers[i])) {
+      hbar = ClusteringAttentionLayer(i, hbar, plan.rows_begin);
+      continue;
+    }
     if (observer && !observer(i, hbar)) return hbar;
     const at::Tensor& centroids = centroids_[i];
     const at::Tensor cluster_ids = kernels::ClusterAssign(hbar.detach(), centroids);
@@ -107,6 +119,35 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
     hbar = GatherRowsTrainable(chunks.view({chunk_plan.num_chunks * m, d}), back);
   }
   return hbar;
+}
+
+at::Tensor ClusterFormerEncoder::ClusteringAttentionLayer(
+    int64_t layer, const at::Tensor& hbar, const std::vector<int64_t>& rows_begin) const {
+  const TransformerLayer& base = layers_[layer];
+  const char kind = config_.layers[layer];
+  const int64_t d = config_.hidden_size, h = config_.num_heads, dh = config_.head_dim();
+  const at::Tensor q = base.Query(hbar), k = base.Key(hbar), v = base.Value(hbar);
+  const ClusteredAttentionOptions options{config_.clustered.clusters, config_.clustered.iterations,
+                                          kind == 'I' ? config_.clustered.topk : 0};
+  std::vector<at::Tensor> contexts;
+  for (size_t r = 0; r + 1 < rows_begin.size(); ++r) {
+    const int64_t begin = rows_begin[r], n = rows_begin[r + 1] - begin;
+    auto rows = [&](const at::Tensor& t) { return t.narrow(0, begin, n).view({n, h, dh}); };
+    if (kind == 'N') {
+      const at::Tensor ids =
+          NeuralClusterIds(hbar.narrow(0, begin, n), projections_[layer], centroids_[layer]);
+      contexts.push_back(
+          NeuralClusteringAttention(rows(q), rows(k), rows(v), ids, centroids_[layer].size(0))
+              .view({n, d}));
+    } else {
+      auto heads_first = [&](const at::Tensor& t) { return rows(t).transpose(0, 1); };
+      contexts.push_back(ClusteredAttention(heads_first(q), heads_first(k), heads_first(v),
+                                            planes_[layer], options)
+                             .transpose(0, 1)
+                             .reshape({n, d}));
+    }
+  }
+  return base.Finish(hbar, contexts.size() == 1 ? contexts[0] : at::cat(contexts, 0));
 }
 
 }  // namespace longqa

@@ -3,6 +3,9 @@
 // assignment of H̄'s rows to the layer's centroids (eq. 5), stable sort by cluster id per request,
 // chunks of m, a transformer layer over every chunk, rows back in their original order (eqs. 6-9).
 // All requests of a batch run together: windows (S) and chunks (C) of all requests are one batch.
+// N, K and I layers (neural clustering, clustered and improved clustered attention) also work on
+// H̄: their Q/K/V and FFN GEMMs run over all requests' rows at once, their attention pattern per
+// request (neural_clustering_attention.h, clustered_attention.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -43,11 +46,17 @@ class ClusterFormerEncoder {
  private:
   // The embeddings of every window slot [Kt, T, d].
   at::Tensor EmbedWindows(const WindowPlan& plan, const at::Device& device) const;
+  // An N, K or I layer over H̄ [R, d]: each request's rows [rows_begin[r], rows_begin[r+1]) are one
+  // sequence.
+  at::Tensor ClusteringAttentionLayer(int64_t layer, const at::Tensor& hbar,
+                                      const std::vector<int64_t>& rows_begin) const;
 
   ModelConfig config_;
   Embeddings embeddings_;
   std::vector<TransformerLayer> layers_;
-  std::vector<at::Tensor> centroids_;  // per layer; undefined for S layers
+  std::vector<at::Tensor> centroids_;    // per layer; C and N layers only
+  std::vector<at::Tensor> projections_;  // per layer; N layers only (W^C)
+  std::vector<at::Tensor> planes_;       // per layer; K and I layers only (hash planes)
 };
 
 }  // namespace longqa

@@ -75,15 +75,16 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.layers.empty()) return bad("layers", "must name at least one layer");
   int64_t cluster_layers = 0;
   for (char kind : c.layers) {
-    const bool ok =
-        c.architecture == Architecture::kClusterFormer ? (kind == 'S' || kind == 'C') : kind == 'E';
+    const bool ok = c.architecture == Architecture::kClusterFormer
+                        ? (kind == 'S' || kind == 'C' || IsClusteringAttentionLayer(kind))
+                        : kind == 'E';
     if (!ok) {
       return bad("layers", absl::StrCat("has '", std::string(1, kind), "': ",
                                         c.architecture == Architecture::kClusterFormer
-                                            ? "cluster_former models take S and C layers"
+                                            ? "cluster_former models take S, C, N, K and I layers"
                                             : "etc models take E layers"));
     }
-    cluster_layers += kind == 'C';
+    cluster_layers += kind == 'C' || kind == 'N';
   }
   if (c.architecture == Architecture::kClusterFormer) {
     if (c.layers[0] != 'S') {
@@ -95,8 +96,13 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     }
     if (static_cast<int64_t>(c.num_clusters.size()) != cluster_layers) {
       return bad("num_clusters",
-                 absl::StrCat("needs one entry per C layer (", cluster_layers, ")"));
+                 absl::StrCat("needs one entry per C or N layer (", cluster_layers, ")"));
     }
+    const ClusteredAttentionConfig& k = c.clustered;
+    if (k.clusters <= 0) return bad("clustered_attention.clusters", "must be positive");
+    if (k.bits < 1 || k.bits > 63) return bad("clustered_attention.bits", "must be in [1, 63]");
+    if (k.iterations < 0) return bad("clustered_attention.iterations", "must not be negative");
+    if (k.topk <= 0) return bad("clustered_attention.topk", "must be positive");
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
     }
@@ -169,7 +175,7 @@ ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t
   c.max_question_tokens = max_question_tokens;
   c.max_position_embeddings = c.position_offset + max_question_tokens + 2 + window_tokens;
   for (char kind : layers) {
-    if (kind == 'C') c.num_clusters.push_back(clusters_per_layer);
+    if (kind == 'C' || kind == 'N') c.num_clusters.push_back(clusters_per_layer);
   }
   return c;
 }
@@ -255,6 +261,13 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     LONGQA_RETURN_IF_ERROR(Read(e, "max_segments", &c.etc.max_segments, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "positions", &c.etc.positions, false));
   }
+  if (j.contains("clustered_attention")) {
+    const json& k = j["clustered_attention"];
+    LONGQA_RETURN_IF_ERROR(Read(k, "clusters", &c.clustered.clusters, false));
+    LONGQA_RETURN_IF_ERROR(Read(k, "bits", &c.clustered.bits, false));
+    LONGQA_RETURN_IF_ERROR(Read(k, "iterations", &c.clustered.iterations, false));
+    LONGQA_RETURN_IF_ERROR(Read(k, "topk", &c.clustered.topk, false));
+  }
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
 }
@@ -304,6 +317,10 @@ std::string ModelConfigToJson(const ModelConfig& c) {
               {"hard_g2l_mask", c.etc.hard_g2l_mask},
               {"max_segments", c.etc.max_segments},
               {"positions", c.etc.positions}};
+  j["clustered_attention"] = {{"clusters", c.clustered.clusters},
+                              {"bits", c.clustered.bits},
+                              {"iterations", c.clustered.iterations},
+                              {"topk", c.clustered.topk}};
   return j.dump(2);
 }
 

@@ -45,6 +45,20 @@ struct EtcConfig {
   std::string positions = "none";
 };
 
+// Clustered attention layers (K, and I for the improved form): Vyas et al. 2020 §3.
+struct ClusteredAttentionConfig {
+  int64_t clusters = 100;   // C: query clusters per head (fewer when a request has fewer rows)
+  int64_t bits = 63;        // B: hash bits (random projections), at most 63
+  int64_t iterations = 10;  // L: Lloyd iterations of the Hamming K-Means
+  int64_t topk = 32;        // I layers: keys recomputed exactly per query
+};
+
+// True for the Cluster-Former layer letters that run on a request's merged rows H̄ with an
+// attention pattern of their own: N, K and I (C is the Cluster-Former's own cluster layer).
+inline bool IsClusteringAttentionLayer(char kind) {
+  return kind == 'N' || kind == 'K' || kind == 'I';
+}
+
 struct ModelConfig {
   Architecture architecture = Architecture::kClusterFormer;
   int64_t vocab_size = 0;
@@ -55,10 +69,13 @@ struct ModelConfig {
   int64_t position_offset = 2;  // RoBERTa: position ids start at padding_idx + 1
   int64_t type_vocab_size = 1;
   double layer_norm_eps = 1e-5;
-  std::string layers;         // layer plan, one letter a layer: S sliding-window, C cluster, E ETC
-  int64_t window_tokens = 0;  // l
-  int64_t stride_tokens = 0;  // m
-  std::vector<int64_t> num_clusters;  // one entry per C layer, in order
+  // Layer plan, one letter a layer. cluster_former: S sliding-window, C cluster (Cluster-Former),
+  // N neural clustering attention, K clustered attention, I improved clustered attention;
+  // etc: E. docs/model-format.md says what each computes.
+  std::string layers;
+  int64_t window_tokens = 0;          // l
+  int64_t stride_tokens = 0;          // m
+  std::vector<int64_t> num_clusters;  // one entry per C or N layer, in order
   int64_t max_question_tokens = 64;   // question tokens kept, without CLS/SEP
   // DrQA-style exact-match input feature: a learned embedding (row 1 of
   // embeddings.exact_match_embeddings) added to every document token whose piece also occurs in
@@ -73,6 +90,7 @@ struct ModelConfig {
   double null_threshold = 0.0;
   SpecialTokens special;
   EtcConfig etc;
+  ClusteredAttentionConfig clustered;  // config.json "clustered_attention"
   // The model folder's tokenizer file: "spm.model" (sentencepiece) or "tokenizer.json" (a
   // Hugging Face tokenizer, as tools/import_hf.py copies it).
   std::string tokenizer = "spm.model";

@@ -46,7 +46,13 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
     shapes[s + ".output.dense.bias"] = {d};
     shapes[s + ".output.LayerNorm.weight"] = {d};
     shapes[s + ".output.LayerNorm.bias"] = {d};
-    if (c.layers[i] == 'C') shapes[s + ".centroids"] = {c.num_clusters[cluster_layer++], d};
+    if (c.layers[i] == 'C' || c.layers[i] == 'N') {
+      shapes[s + ".centroids"] = {c.num_clusters[cluster_layer++], d};
+    }
+    if (c.layers[i] == 'N') shapes[s + kClusterProjection] = {d, d};
+    if (c.layers[i] == 'K' || c.layers[i] == 'I') {
+      shapes[s + kHashPlanes] = {c.clustered.bits, c.head_dim()};
+    }
     if (etc) {
       shapes[s + ".attention.self.relative_key"] = {EtcNumLabels(c), d};
       if (!c.etc.shared_projections) {
@@ -101,7 +107,9 @@ TensorMap RandomWeights(const ModelConfig& config, uint64_t seed) {
     } else if (is_bias) {
       t = at::zeros(shape);
     } else {
-      const double std = name.find("centroids") != std::string::npos ? 1.0 : 0.02;
+      const bool unit = name.find("centroids") != std::string::npos ||
+                        name.find("hash_planes") != std::string::npos;
+      const double std = unit ? 1.0 : 0.02;
       t = at::normal(0.0, std, shape, gen);
     }
     weights[name] = t;

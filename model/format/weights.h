@@ -25,6 +25,11 @@ inline constexpr int64_t kNumAnswerTypes = 5;
 inline constexpr char kExactMatchEmbeddings[] =
     "embeddings.exact_match_embeddings.weight";  // [2, d]
 
+// Per-layer tensors of the clustering attention layers (under LayerScope(i)).
+inline constexpr char kClusterProjection[] =
+    ".attention.cluster_projection.weight";                      // N: W^C [d, d]
+inline constexpr char kHashPlanes[] = ".attention.hash_planes";  // K, I: [bits, head_dim]
+
 std::string LayerScope(int64_t layer);  // "encoder.layer.<i>"
 
 // Every tensor a model of this config needs, with its shape.
@@ -34,8 +39,8 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& co
 // its shape, no unexpected tensor, dtype f32/f16/bf16. Returns f32 CPU tensors.
 absl::StatusOr<TensorMap> LoadWeights(const std::string& path, const ModelConfig& config);
 
-// Random weights for any config (BERT-style init: normal(0, 0.02), LayerNorm 1/0, centroids
-// normal). Deterministic for a seed.
+// Random weights for any config (BERT-style init: normal(0, 0.02), LayerNorm 1/0, centroids and
+// hash planes normal(0, 1)). Deterministic for a seed.
 TensorMap RandomWeights(const ModelConfig& config, uint64_t seed);
 
 }  // namespace longqa

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -592,6 +593,34 @@ TEST(ServerOptionsTest, Int8PrecisionServesThroughTheQuantisedLayers) {
   EXPECT_NEAR(a.no_answer_score(), b.no_answer_score(), 0.1 * std::abs(a.no_answer_score()) + 0.1);
   EXPECT_NEAR(a.best_answer_score(), b.best_answer_score(),
               0.1 * std::abs(a.best_answer_score()) + 0.1);
+}
+
+// The other attention families of the papers (neural clustering, clustered and improved clustered
+// attention: model/encoders/) served end to end, one model per layer type: each answers a
+// multi-window document through the whole server. (What the layers compute is checked against
+// the papers' formulas in tests/unit/clustering_attention_test.cc.)
+TEST(ServerLayerTypesTest, EveryClusteringAttentionLayerTypeServes) {
+  for (const char* layers : {"SNS", "SKS", "SIS"}) {
+    SCOPED_TRACE(layers);
+    RandomModelSpec spec = testing_support::SmallModelSpec();
+    spec.layers = layers;
+    const std::string dir = (TempDir() / (std::string("layers-") + layers)).string();
+    ASSERT_TRUE(WriteRandomModel(spec, dir).ok());
+    ServerProcess server({"--model_dir=" + dir});
+    ASSERT_TRUE(server.ok()) << server.log();
+    auto stub = Stub(server.address());
+    grpc::ClientContext ic;
+    v1::ModelInfo info;
+    ASSERT_TRUE(stub->GetModelInfo(&ic, {}, &info).ok());
+    EXPECT_EQ(info.layer_plan(), layers);
+    v1::AnswerResponse r;
+    const grpc::Status status = Call(*stub, Request("kalo ruso", Document(12, 40)), &r);
+    ASSERT_TRUE(status.ok()) << status.error_message() << "\n" << server.log();
+    EXPECT_GT(r.usage().windows(), 5u);  // many windows, so the clustering layers had rows to sort
+    EXPECT_EQ(r.answer_type_probabilities_size(), 5);
+    EXPECT_TRUE(std::isfinite(r.best_answer_score()));
+    EXPECT_TRUE(std::isfinite(r.no_answer_score()));
+  }
 }
 
 TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {

@@ -34,4 +34,15 @@ done
 grep -q "^resuming .*stage 1, step 4" "$work/log" || fail "did not resume from step 4"
 grep -q "^step 5 stage 1" "$work/log" || fail "resumed run did not continue at step 5"
 grep -q '"step": 6' "$work/ckpt/trainer_state.json" || fail "state not at step 6"
+
+# N, K and I layers serve but do not train: refused with a message naming them, nothing written.
+"$build/tools/longqa-random-model" --out "$work/nka" --layers SNSK --hidden_size 32 \
+  --num_heads 2 --intermediate_size 64 --window_tokens 48 --stride_tokens 32 --clusters 4 \
+  --vocab_size 300 --corpus "$work/data/corpus.txt" >/dev/null
+if "$build/train/longqa-train" --init_model "$work/nka" --out "$work/nka-ckpt" \
+    --stages "$work/data/train.jsonl" --steps 1 >"$work/log" 2>&1; then
+  fail "training an SNSK model did not fail"
+fi
+grep -q "has N, K or I layers, which longqa serves but does not train" "$work/log" \
+  || fail "no message naming the layer types"
 echo "PASS"

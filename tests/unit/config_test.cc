@@ -36,6 +36,37 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->null_threshold, -1.25);
 }
 
+TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
+  ModelConfig c = TinyConfig("SNKCI", 32, 24);
+  EXPECT_EQ(c.num_clusters.size(), 2u);  // one per C or N layer
+  c.num_clusters = {5, 9};
+  c.clustered = {/*clusters=*/7, /*bits=*/20, /*iterations=*/3, /*topk=*/11};
+  auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->layers, "SNKCI");
+  EXPECT_EQ(parsed->num_clusters, (std::vector<int64_t>{5, 9}));
+  EXPECT_EQ(parsed->clustered.clusters, 7);
+  EXPECT_EQ(parsed->clustered.bits, 20);
+  EXPECT_EQ(parsed->clustered.iterations, 3);
+  EXPECT_EQ(parsed->clustered.topk, 11);
+  // Weights: N layers add W^C, K and I layers their hash planes [bits, head_dim].
+  const auto shapes = ExpectedShapes(*parsed);
+  EXPECT_EQ(shapes.at("encoder.layer.1.centroids"), (std::vector<int64_t>{5, 16}));
+  EXPECT_EQ(shapes.at(LayerScope(1) + kClusterProjection), (std::vector<int64_t>{16, 16}));
+  EXPECT_EQ(shapes.at(LayerScope(2) + kHashPlanes), (std::vector<int64_t>{20, 8}));
+  EXPECT_EQ(shapes.at(LayerScope(4) + kHashPlanes), (std::vector<int64_t>{20, 8}));
+  EXPECT_EQ(shapes.count(LayerScope(3) + kClusterProjection), 0u);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, int>>{
+           {"bits", 64}, {"bits", 0}, {"clusters", 0}, {"topk", 0}, {"iterations", -1}}) {
+    nlohmann::json j = nlohmann::json::parse(ModelConfigToJson(c));
+    j["clustered_attention"][key] = value;
+    const auto bad = ParseModelConfig(j.dump());
+    ASSERT_FALSE(bad.ok()) << key << " = " << value;
+    EXPECT_NE(bad.status().message().find("'clustered_attention." + key + "'"), std::string::npos)
+        << bad.status().message();
+  }
+}
+
 TEST(ConfigTest, ErrorsNameTheKey) {
   const std::string good = ModelConfigToJson(TinyConfig("SCS", 16, 12, 4));
   auto with = [&](const std::string& key, const nlohmann::json& value) {
@@ -52,6 +83,7 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"num_heads", 3},
       {"layers", "CSS"},
       {"layers", "SXS"},
+      {"layers", "SES"},
       {"num_clusters", {4, 4}},
       {"stride_tokens", 17},
       {"hidden_size", nullptr},

@@ -167,6 +167,99 @@ TEST_P(KernelOpTest, RelativeLabelGatherPicksEachPairsLabel) {
   ExpectClose(got, want);
 }
 
+TEST_P(KernelOpTest, ScoreArgmaxIsTheRowArgmax) {
+  const at::Tensor scores = Random({513, 19});
+  const at::Tensor got = ScoreArgmax(scores).to(at::kCPU);
+  const at::Tensor s64 = scores.to(at::kCPU).to(at::kDouble);
+  // Reduced precision rounds the inputs, not the comparison: ties there go to the lowest column,
+  // as at::argmax's first maximum does.
+  EXPECT_TRUE(at::equal(got, s64.argmax(1)));
+  EXPECT_EQ(ScoreArgmax(Long({3, 7, 7}).view({1, 3}).to(GetParam().dtype)).item<int64_t>(), 1);
+}
+
+// Plain-loop references for the Hamming K-Means steps.
+int64_t Popcount(int64_t x) { return __builtin_popcountll(static_cast<unsigned long long>(x)); }
+
+TEST_P(KernelOpTest, HammingAssignPicksTheNearestCodeLowestIdOnTies) {
+  const int64_t groups = 3, n = 501, c = 13;
+  const at::Tensor codes = at::randint(0, int64_t{1} << 62, {groups, n}, at::kLong);
+  at::Tensor centroids = at::randint(0, int64_t{1} << 62, {groups, c}, at::kLong);
+  centroids[1][5] = centroids[1][2];  // a duplicate centroid: id 2 must win
+  const at::Tensor got =
+      HammingAssign(codes.to(GetParam().device), centroids.to(GetParam().device)).to(at::kCPU);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < c; ++j) {
+        const int64_t x = codes[g][i].item<int64_t>();
+        if (Popcount(x ^ centroids[g][j].item<int64_t>()) <
+            Popcount(x ^ centroids[g][best].item<int64_t>())) {
+          best = j;
+        }
+      }
+      ASSERT_EQ(got[g][i].item<int64_t>(), best) << "group " << g << " query " << i;
+    }
+  }
+}
+
+TEST_P(KernelOpTest, HammingMajorityTakesEachBitsMajorityAndKeepsTies) {
+  const int64_t groups = 2, n = 40, c = 5, bits = 11;
+  const at::Tensor codes = at::randint(0, int64_t{1} << bits, {groups, n}, at::kLong);
+  at::Tensor ids = at::randint(0, c, {groups, n}, at::kLong);
+  ids[1].fill_(0);  // group 1: clusters 1-4 empty, their codes must stay
+  const at::Tensor old = at::randint(0, int64_t{1} << bits, {groups, c}, at::kLong);
+  // order: flat indices sorted by cluster g * c + j; offsets: where each cluster starts.
+  std::vector<int64_t> order, offsets = {0};
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t j = 0; j < c; ++j) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (ids[g][i].item<int64_t>() == j) order.push_back(g * n + i);
+      }
+      offsets.push_back(static_cast<int64_t>(order.size()));
+    }
+  }
+  const at::Tensor got = HammingMajority(codes.to(GetParam().device), Long(order), Long(offsets),
+                                         old.to(GetParam().device), bits)
+                             .to(at::kCPU);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t j = 0; j < c; ++j) {
+      int64_t want = 0;
+      for (int64_t b = 0; b < bits; ++b) {
+        int64_t ones = 0, members = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          if (ids[g][i].item<int64_t>() != j) continue;
+          ++members;
+          ones += (codes[g][i].item<int64_t>() >> b) & 1;
+        }
+        const int64_t bit = 2 * ones > members   ? 1
+                            : 2 * ones < members ? 0
+                                                 : (old[g][j].item<int64_t>() >> b) & 1;
+        want |= bit << b;
+      }
+      EXPECT_EQ(got[g][j].item<int64_t>(), want) << "group " << g << " cluster " << j;
+    }
+  }
+}
+
+TEST_P(KernelOpTest, SparseDotAndWeightedSumMatchGatheredDenseProducts) {
+  const int64_t groups = 3, n = 77, m = 51, s = 9, d = 16, dv = 21;
+  const at::Tensor q = Random({groups, n, d}) * 0.25, k = Random({groups, m, d}) * 0.25;
+  const at::Tensor v = Random({groups, m, dv}) * 0.25, w = Random({groups, n, s}) * 0.25;
+  const at::Tensor index = at::randint(0, m, {groups, n, s}, at::kLong);
+  const at::Tensor dev_index = index.to(GetParam().device);
+  const at::Tensor q64 = q.to(at::kCPU).to(at::kDouble), k64 = k.to(at::kCPU).to(at::kDouble);
+  const at::Tensor v64 = v.to(at::kCPU).to(at::kDouble), w64 = w.to(at::kCPU).to(at::kDouble);
+  // Reference: gather each query's keys / values, then dense products.
+  auto listed = [&](const at::Tensor& rows) {  // [G, M, e] → [G, N, S, e]
+    return at::stack({rows[0].index_select(0, index[0].reshape({-1})),
+                      rows[1].index_select(0, index[1].reshape({-1})),
+                      rows[2].index_select(0, index[2].reshape({-1}))})
+        .view({groups, n, s, rows.size(2)});
+  };
+  ExpectClose(SparseDotProduct(q, k, dev_index), (q64.unsqueeze(2) * listed(k64)).sum(-1));
+  ExpectClose(SparseWeightedSum(w, v, dev_index), (w64.unsqueeze(-1) * listed(v64)).sum(2));
+}
+
 TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   if (GetParam().device.is_cuda()) GTEST_SKIP() << "value checks would sync the GPU: CPU only";
   const at::Tensor src = Random({4, 3});
@@ -176,6 +269,13 @@ TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   EXPECT_THROW(OverlapMerge(src, Long({0, 2, 1}), Long({0, 1})), c10::Error);
   EXPECT_THROW(StableCountingSort(Long({0, 5}), Long({0, 2}), 3), c10::Error);
   EXPECT_THROW(RelativeLabelGather(Random({2, 1, 3}), Long({0, 3}).view({1, 2})), c10::Error);
+  EXPECT_THROW(HammingAssign(Long({1, 2}).view({1, 2}), Long({1}).view({1, 1}).repeat({2, 1})),
+               c10::Error);
+  EXPECT_THROW(SparseDotProduct(Random({1, 2, 3}), Random({1, 4, 3}), Long({0, 4}).view({1, 2, 1})),
+               c10::Error);
+  EXPECT_THROW(
+      SparseWeightedSum(Random({1, 2, 1}), Random({2, 4, 3}), Long({0, 1}).view({1, 2, 1})),
+      c10::Error);
   try {
     GatherRows(src, Long({7}));
     FAIL() << "expected an error";
