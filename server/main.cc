@@ -43,9 +43,14 @@ int main(int argc, char** argv) {
   // --log_level: info lines (start-up, drain) only at "info"; errors always.
   const bool info = options->log_level == "info";
   if (info) {
-    std::cerr << "longqa-server " << longqa::kVersion << ": serving " << options->model_dir
-              << " on port " << (*server)->grpc_port() << ", metrics on port "
-              << (*server)->metrics_port() << std::endl;
+    // One write: a reader of the log (tests/integration/server_process.h) sees the whole line.
+    std::string line = "longqa-server " + std::string(longqa::kVersion) + ": serving " +
+                       options->model_dir + " on port " + std::to_string((*server)->grpc_port()) +
+                       ", metrics on port " + std::to_string((*server)->metrics_port());
+    if ((*server)->http_port() > 0) {
+      line += ", HTTP API on port " + std::to_string((*server)->http_port());
+    }
+    std::cerr << line + "\n" << std::flush;
   }
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -63,10 +63,10 @@ prometheus::Gauge* MakeGauge(prometheus::Registry& registry, const std::string& 
 ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
   requests_ = CounterFamily(r, "longqa_requests_total",
-                            "Requests finished, by gRPC method and status code");
+                            "Requests finished, by method, status code and transport (grpc, http)");
   request_seconds_ = &prometheus::BuildHistogram()
                           .Name("longqa_request_duration_seconds")
-                          .Help("Total server time per request, by method")
+                          .Help("Total server time per request, by method and transport")
                           .Register(r);
   queue_seconds_ = MakeHistogram(r, "longqa_queue_duration_seconds",
                                  "Time a request waited in the batching queue", LatencyBuckets());
@@ -112,8 +112,17 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   queue_limit_tokens_ = MakeGauge(r, "longqa_queue_limit_tokens",
                                   "Tokens the batching queue admits (--max_queue_tokens)");
   for (const char* method : kRpcMethods) {
-    for (const char* code : kStatusCodes) requests_->Add({{"method", method}, {"code", code}});
-    request_seconds_->Add({{"method", method}}, LatencyBuckets());
+    for (const char* code : kStatusCodes) {
+      requests_->Add({{"method", method}, {"code", code}, {"transport", "grpc"}});
+    }
+    request_seconds_->Add({{"method", method}, {"transport", "grpc"}}, LatencyBuckets());
+  }
+  // The HTTP API (server/http_api.h) answers two of the methods.
+  for (const char* method : {"Answer", "GetModelInfo"}) {
+    for (const char* code : kStatusCodes) {
+      requests_->Add({{"method", method}, {"code", code}, {"transport", "http"}});
+    }
+    request_seconds_->Add({{"method", method}, {"transport", "http"}}, LatencyBuckets());
   }
   for (const char* type : kAnswerTypes) answers_->Add({{"type", type}});
   for (const char* reason : kDropReasons) dropped_->Add({{"reason", reason}});
@@ -121,9 +130,10 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
 }
 
 void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,
-                                  double seconds) {
-  requests_->Add({{"method", method}, {"code", code}}).Increment();
-  request_seconds_->Add({{"method", method}}, LatencyBuckets()).Observe(seconds);
+                                  double seconds, const std::string& transport) {
+  requests_->Add({{"method", method}, {"code", code}, {"transport", transport}}).Increment();
+  request_seconds_->Add({{"method", method}, {"transport", transport}}, LatencyBuckets())
+      .Observe(seconds);
 }
 
 void ServerMetrics::RecordPhases(double queue_s, double tokenize_s, double inference_s,

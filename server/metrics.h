@@ -22,8 +22,10 @@ class ServerMetrics {
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
-  // One finished RPC (or stream message) of `method` with its gRPC status code name.
-  void RecordRequest(const std::string& method, const std::string& code, double seconds);
+  // One finished RPC (or stream message) of `method` with its gRPC status code name, carried by
+  // `transport` ("grpc" or "http").
+  void RecordRequest(const std::string& method, const std::string& code, double seconds,
+                     const std::string& transport = "grpc");
   // The phases of one answered request.
   void RecordPhases(double queue_s, double tokenize_s, double inference_s, double decode_s);
   void RecordDocument(int64_t tokens, int64_t windows);

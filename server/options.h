@@ -14,6 +14,7 @@ struct ServerOptions {
   std::string model_dir = "models/demo";
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  std::string http_listen;                      // the HTTP/JSON API (http_api.h); empty: off
   std::string device = "cpu";
   Precision precision = Precision::kFp32;
   int threads = 0;  // intra-op threads; 0 = all CPUs

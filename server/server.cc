@@ -134,6 +134,13 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   s->server_->GetHealthCheckService()->SetServingStatus(v1::QuestionAnswering::service_full_name(),
                                                         true);
   s->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (!options.http_listen.empty()) {
+    s->http_api_ = std::make_unique<HttpApi>(
+        s->service_.get(), [ready = &s->ready_] { return ready->load(); },
+        ReceiveLimitBytes(options.max_document_bytes));
+    LONGQA_RETURN_IF_ERROR(s->http_api_->Start(options.http_listen));
+  }
+  s->ready_ = true;
   s->metrics_->SetReady(true);
   return s;
 }
@@ -142,11 +149,13 @@ DrainResult LongqaServer::Drain() {
   if (drained_) return {};
   drained_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  ready_ = false;
   metrics_->SetReady(false);
   const DrainResult result = batcher_->Drain(std::chrono::seconds(options_.drain_timeout_s));
   // Every accepted call has its answer now; a short deadline lets gRPC flush them.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server_->Wait();
+  if (http_api_) http_api_->Stop();
   if (metrics_endpoint_) metrics_endpoint_->Stop();
   return result;
 }

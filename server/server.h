@@ -6,12 +6,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "model/engine.h"
 #include "server/allocator.h"
 #include "server/batcher.h"
+#include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/metrics_endpoint.h"
 #include "server/options.h"
@@ -26,6 +28,7 @@ class LongqaServer {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_endpoint_ ? metrics_endpoint_->port() : 0; }
+  int http_port() const { return http_api_ ? http_api_->port() : 0; }
 
   // Health NOT_SERVING, new requests UNAVAILABLE, queued and in-flight requests finish (up to the
   // drain timeout; what is left then is answered UNAVAILABLE and counted), then the gRPC server
@@ -48,6 +51,9 @@ class LongqaServer {
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<QaService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // Declared after the service it calls, so it stops first.
+  std::unique_ptr<HttpApi> http_api_;
+  std::atomic<bool> ready_{false};  // GET /readyz
   int grpc_port_ = 0;
   bool drained_ = false;
 };

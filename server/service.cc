@@ -65,31 +65,54 @@ QaService::QaService(const Engine& engine, Batcher* batcher, ServerMetrics* metr
       auth_token_(std::move(auth_token)),
       max_request_memory_bytes_(max_request_memory_bytes) {}
 
-grpc::Status QaService::CheckAuth(const grpc::CallbackServerContext* context) const {
+grpc::Status QaService::CheckAuth(const std::string& authorization) const {
   if (auth_token_.empty()) return grpc::Status::OK;
-  const auto& metadata = context->client_metadata();
-  const auto it = metadata.find("authorization");
   const std::string expected = "Bearer " + auth_token_;
-  if (it != metadata.end()) {
-    const std::string got(it->second.data(), it->second.size());
-    // Constant-time compare: the token never leaks through timing.
-    unsigned diff = got.size() ^ expected.size();
-    for (size_t i = 0; i < got.size() && i < expected.size(); ++i) diff |= got[i] ^ expected[i];
-    if (diff == 0) return grpc::Status::OK;
+  // Constant-time compare: the token never leaks through timing.
+  unsigned diff = authorization.size() ^ expected.size();
+  for (size_t i = 0; i < authorization.size() && i < expected.size(); ++i) {
+    diff |= authorization[i] ^ expected[i];
   }
+  if (diff == 0) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "missing or wrong bearer token (metadata 'authorization: Bearer <token>')");
+                      "missing or wrong bearer token ('authorization: Bearer <token>')");
 }
 
-void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRequest& request,
+namespace {
+
+std::string AuthorizationOf(const grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+grpc::Status QaService::CheckAuth(const grpc::CallbackServerContext* context) const {
+  return CheckAuth(AuthorizationOf(context));
+}
+
+CallInfo GrpcCall(grpc::CallbackServerContext* context) {
+  CallInfo call;
+  call.transport = "grpc";
+  call.authorization = AuthorizationOf(context);
+  call.deadline = context->deadline();
+  call.is_cancelled = [context] { return context->IsCancelled(); };
+  call.caller = CallerOf(context->peer());
+  return call;
+}
+
+void QaService::Process(const CallInfo& call, const v1::AnswerRequest& request,
                         const std::string& method, Done done) {
   const auto start = SteadyClock::now();
-  auto fail = [&](const grpc::Status& status) {
-    metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start));
-    done(status, v1::AnswerResponse());
+  const std::string transport = call.transport;
+  auto fail = [&](const grpc::Status& status, Stage stage = Stage::kAdmission) {
+    metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start),
+                            transport);
+    done(status, v1::AnswerResponse(), stage);
   };
-  if (grpc::Status auth = CheckAuth(context); !auth.ok()) return fail(auth);
-  if (context->deadline() <= std::chrono::system_clock::now()) {
+  if (grpc::Status auth = CheckAuth(call.authorization); !auth.ok()) return fail(auth);
+  if (call.deadline <= std::chrono::system_clock::now()) {
     return fail(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed on arrival"));
   }
   auto qa_request = ToQaRequest(request, options_.max_document_bytes);
@@ -122,12 +145,12 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
   item->memory_bytes = memory_bytes;
   item->tokens = doc_tokens + static_cast<int64_t>(prepared->question_ids.size());
   item->prepared = std::move(*prepared);
-  item->deadline = context->deadline();
-  item->is_cancelled = [context] { return context->IsCancelled(); };
-  item->caller = CallerOf(context->peer());
+  item->deadline = call.deadline;
+  item->is_cancelled = call.is_cancelled;
+  item->caller = call.caller;
   const std::string request_id = request.request_id();  // set by Answer / AnswerStream
   const bool include_timing = request.options().include_timing();
-  item->done = [this, start, tokenize_seconds, request_id, include_timing, method, done,
+  item->done = [this, start, tokenize_seconds, request_id, include_timing, method, transport, done,
                 raw = item.get()](absl::StatusOr<QaAnswer> answer, const WorkTiming& timing) {
     metrics_->AddInFlight(-1);
     if (!answer.ok()) {
@@ -139,8 +162,9 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
         log.Write("longqa: request " + request_id + ": " + StatusCodeName(status.error_code()) +
                   ": " + status.error_message());
       }
-      metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start));
-      done(status, v1::AnswerResponse());
+      metrics_->RecordRequest(method, StatusCodeName(status.error_code()), SecondsSince(start),
+                              transport);
+      done(status, v1::AnswerResponse(), Stage::kRun);
       return;
     }
     v1::AnswerResponse response;
@@ -152,13 +176,13 @@ void QaService::Process(grpc::CallbackServerContext* context, const v1::AnswerRe
                            timing.decode_seconds);
     metrics_->RecordDocument(answer->document_tokens, answer->windows);
     metrics_->RecordAnswerType(AnswerTypeLabel(answer->type));
-    metrics_->RecordRequest(method, "OK", total);
-    done(grpc::Status::OK, std::move(response));
+    metrics_->RecordRequest(method, "OK", total, transport);
+    done(grpc::Status::OK, std::move(response), Stage::kRun);
   };
   metrics_->AddInFlight(1);
   if (absl::Status submitted = batcher_->Submit(std::move(item)); !submitted.ok()) {
     metrics_->AddInFlight(-1);
-    return fail(ToGrpcStatus(submitted));
+    return fail(ToGrpcStatus(submitted), Stage::kQueue);
   }
 }
 
@@ -177,8 +201,8 @@ grpc::ServerUnaryReactor* QaService::Answer(grpc::CallbackServerContext* context
     reactor->Finish(status);
     return reactor;
   }
-  Process(context, request, "Answer",
-          [reactor, response_bytes](grpc::Status status, v1::AnswerResponse answer) {
+  Process(GrpcCall(context), request, "Answer",
+          [reactor, response_bytes](grpc::Status status, v1::AnswerResponse answer, Stage) {
             if (status.ok()) {
               grpc::Slice slice(answer.SerializeAsString());
               *response_bytes = grpc::ByteBuffer(&slice, 1);
@@ -242,15 +266,16 @@ class AnswerStreamReactor final
       ++pending_;
     }
     const std::string id = request.request_id();
-    service_->Process(context_, request, "AnswerStream",
-                      [this, id](grpc::Status status, v1::AnswerResponse response) {
-                        if (!status.ok()) {
-                          response.set_request_id(id);
-                          response.mutable_error()->set_code(status.error_code());
-                          response.mutable_error()->set_message(status.error_message());
-                        }
-                        Enqueue(std::move(response));
-                      });
+    service_->Process(
+        GrpcCall(context_), request, "AnswerStream",
+        [this, id](grpc::Status status, v1::AnswerResponse response, QaService::Stage) {
+          if (!status.ok()) {
+            response.set_request_id(id);
+            response.mutable_error()->set_code(status.error_code());
+            response.mutable_error()->set_message(status.error_message());
+          }
+          Enqueue(std::move(response));
+        });
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (Outstanding() >= kMaxStreamOutstanding) {
@@ -337,29 +362,33 @@ grpc::ServerUnaryReactor* QaService::GetModelInfo(grpc::CallbackServerContext* c
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const auto start = SteadyClock::now();
   grpc::Status status = CheckAuth(context);
-  if (status.ok()) {
-    const ModelConfig& c = engine_.config();
-    info->set_architecture(ArchitectureName(c.architecture));
-    info->set_name(ModelName(options_.model_dir));
-    info->set_device(engine_.device().str());
-    info->set_hidden_size(static_cast<uint32_t>(c.hidden_size));
-    info->set_num_layers(static_cast<uint32_t>(c.num_layers()));
-    info->set_layer_plan(c.layers);
-    info->set_vocab_size(static_cast<uint32_t>(c.vocab_size));
-    if (c.architecture == Architecture::kClusterFormer) {
-      info->set_window_tokens(static_cast<uint32_t>(c.window_tokens));
-      info->set_stride_tokens(static_cast<uint32_t>(c.stride_tokens));
-    }
-    info->set_max_document_bytes(static_cast<uint64_t>(options_.max_document_bytes));
-    info->set_max_document_tokens(static_cast<uint32_t>(options_.max_document_tokens));
-    info->set_max_question_tokens(static_cast<uint32_t>(c.max_question_tokens));
-    info->set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
-    info->set_server_version(kVersion);
-    info->set_default_null_threshold(static_cast<float>(c.null_threshold));
-  }
+  if (status.ok()) *info = ModelInfo();
   metrics_->RecordRequest("GetModelInfo", StatusCodeName(status.error_code()), SecondsSince(start));
   reactor->Finish(status);
   return reactor;
+}
+
+v1::ModelInfo QaService::ModelInfo() const {
+  v1::ModelInfo info;
+  const ModelConfig& c = engine_.config();
+  info.set_architecture(ArchitectureName(c.architecture));
+  info.set_name(ModelName(options_.model_dir));
+  info.set_device(engine_.device().str());
+  info.set_hidden_size(static_cast<uint32_t>(c.hidden_size));
+  info.set_num_layers(static_cast<uint32_t>(c.num_layers()));
+  info.set_layer_plan(c.layers);
+  info.set_vocab_size(static_cast<uint32_t>(c.vocab_size));
+  if (c.architecture == Architecture::kClusterFormer) {
+    info.set_window_tokens(static_cast<uint32_t>(c.window_tokens));
+    info.set_stride_tokens(static_cast<uint32_t>(c.stride_tokens));
+  }
+  info.set_max_document_bytes(static_cast<uint64_t>(options_.max_document_bytes));
+  info.set_max_document_tokens(static_cast<uint32_t>(options_.max_document_tokens));
+  info.set_max_question_tokens(static_cast<uint32_t>(c.max_question_tokens));
+  info.set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
+  info.set_server_version(kVersion);
+  info.set_default_null_threshold(static_cast<float>(c.null_threshold));
+  return info;
 }
 
 }  // namespace longqa

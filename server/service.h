@@ -13,6 +13,7 @@
 #include "longqa/v1/qa.grpc.pb.h"
 #include "model/engine.h"
 #include "server/batcher.h"
+#include "server/call_info.h"
 #include "server/metrics.h"
 #include "server/options.h"
 
@@ -37,14 +38,21 @@ class QaService final : public v1::QuestionAnswering::WithRawCallbackMethod_Answ
                                          const v1::GetModelInfoRequest* request,
                                          v1::ModelInfo* response) override;
 
-  // Validates, tokenizes and queues one request. `done` is called exactly once: at once with an
-  // error status, or later from a batcher worker with the filled response.
-  using Done = std::function<void(grpc::Status, v1::AnswerResponse)>;
-  void Process(grpc::CallbackServerContext* context, const v1::AnswerRequest& request,
-               const std::string& method, Done done);
+  // Where a request ended: refused on arrival (its own content or size), refused by the queue
+  // (full), or answered (or failed) by a batch. HTTP tells RESOURCE_EXHAUSTED apart by it: 413,
+  // 429, 503.
+  enum class Stage { kAdmission, kQueue, kRun };
+  // Validates, tokenizes and queues one request of any transport. `done` is called exactly once:
+  // at once with an error status, or later from a batcher worker with the filled response.
+  using Done = std::function<void(grpc::Status, v1::AnswerResponse, Stage)>;
+  void Process(const CallInfo& call, const v1::AnswerRequest& request, const std::string& method,
+               Done done);
 
-  // UNAUTHENTICATED unless token auth is off or the call carries the bearer token.
+  // UNAUTHENTICATED unless token auth is off or `authorization` is "Bearer <token>".
+  grpc::Status CheckAuth(const std::string& authorization) const;
   grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
+  // The served model and the server's limits (GetModelInfo, GET /v1/model).
+  v1::ModelInfo ModelInfo() const;
   // Gives a request without a caller-chosen id the next "srv-<n>"; returns the id.
   const std::string& EnsureRequestId(v1::AnswerRequest* request) {
     if (request->request_id().empty()) {
@@ -76,5 +84,7 @@ std::string StatusCodeName(grpc::StatusCode code);
 grpc::Status ToGrpcStatus(const absl::Status& status);
 // The fair-queuing identity of a gRPC peer: its address without the port.
 std::string CallerOf(const std::string& peer);
+// A gRPC call as the transport-neutral CallInfo.
+CallInfo GrpcCall(grpc::CallbackServerContext* context);
 
 }  // namespace longqa

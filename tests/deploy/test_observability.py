@@ -38,7 +38,9 @@ def test_fresh_server_exposes_every_series_the_deploy_files_read(server):
     # Labelled counters start at 0 for every code and type the rules and panels select.
     for code in ("OK", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "INTERNAL",
                  "UNKNOWN", "INVALID_ARGUMENT"):
-        assert f'longqa_requests_total{{code="{code}",method="Answer"}} 0' in page, code
+        for transport in ("grpc", "http"):
+            series = f'longqa_requests_total{{code="{code}",method="Answer",transport="{transport}"}}'
+            assert f"{series} 0" in page, series
     for answer_type in ("no_answer", "yes", "no", "short", "long_only"):
         assert f'longqa_answers_total{{type="{answer_type}"}} 0' in page, answer_type
     assert "longqa_ready 1" in page

@@ -57,6 +57,10 @@ class ServerProcess {
         if (std::regex_search(log_, m, started)) {
           grpc_port_ = std::stoi(m[1]);
           metrics_port_ = std::stoi(m[2]);
+          std::smatch http;
+          if (std::regex_search(log_, http, std::regex("HTTP API on port (\\d+)"))) {
+            http_port_ = std::stoi(http[1]);
+          }
           return;
         }
       }
@@ -83,6 +87,8 @@ class ServerProcess {
   // The same port over IPv6 loopback (the server must listen on [::]): another caller address.
   std::string ipv6_address() const { return "[::1]:" + std::to_string(grpc_port_); }
   int metrics_port() const { return metrics_port_; }
+  // The HTTP/JSON API's port when started with --http_listen, else 0.
+  int http_port() const { return http_port_; }
   std::string log() const {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
@@ -138,6 +144,7 @@ class ServerProcess {
   pid_t pid_ = -1;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = 0;
   bool exited_ = false;
   int exit_code_ = -1;
   mutable std::mutex mu_;

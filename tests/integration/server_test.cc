@@ -1,6 +1,7 @@
 // longqa-server as a real process on 127.0.0.1, driven by real gRPC clients: answers equal the
 // in-process engine's, every error path gets its status code and the server keeps serving,
 // streaming, batching under concurrency, graceful drain on SIGTERM, token auth, TLS and mTLS.
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include "longqa/v1/qa.grpc.pb.h"
 #include "model/engine.h"
 #include "model/format/safetensors.h"
+#include "server/http_api.h"
 #include "server/service.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_models.h"
@@ -242,8 +244,14 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
   const grpc::Status fine = Call(*stub, Request("kalo", Document(2, 10)), &r);
   EXPECT_TRUE(fine.ok()) << fine.error_message();
   const std::string page = Scrape(server_->metrics_port());
-  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"INVALID_ARGUMENT\",method=\"Answer\"}"), 9);
-  EXPECT_GE(Sample(page, "longqa_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Answer\"}"),
+  EXPECT_GE(
+      Sample(
+          page,
+          "longqa_requests_total{code=\"INVALID_ARGUMENT\",method=\"Answer\",transport=\"grpc\"}"),
+      9);
+  EXPECT_GE(Sample(page,
+                   "longqa_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Answer\",transport="
+                   "\"grpc\"}"),
             2);
 }
 
@@ -717,7 +725,7 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
   auto accepted = [&] {
     const std::string page = Scrape(server.metrics_port());
     return Sample(page, "longqa_inflight_requests") +
-           Sample(page, "longqa_requests_total{code=\"OK\",method=\"Answer\"}");
+           Sample(page, "longqa_requests_total{code=\"OK\",method=\"Answer\",transport=\"grpc\"}");
   };
   for (int i = 0; i < 600 && accepted() < 6; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -966,11 +974,124 @@ TEST(ServerHostileTest, ManyOneLineParagraphsDoNotBlowMemory) {
   std::cerr << "peak resident with 4,000 paragraphs: " << (peak >> 20) << " MiB\n";
 }
 
+// ---- the HTTP/JSON API (server/http_api.h) ----
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(m, &json).ok());
+  return json;
+}
+
+TEST(HttpApiTest, AnswersAsGrpcDoesAndReportsModelAndReadiness) {
+  ServerProcess server({"--model_dir=" + ModelDir(), "--http_listen=127.0.0.1:0"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  ASSERT_GT(server.http_port(), 0) << server.log();
+  httplib::Client http("127.0.0.1", server.http_port());
+  http.set_read_timeout(60, 0);
+  const v1::AnswerRequest request = Request("kalo ruso", Document(6, 30));
+  const auto page = http.Post("/v1/answer", ToJson(request), "application/json");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200) << page->body;
+  EXPECT_FALSE(page->get_header_value(kRequestIdMetadata).empty());
+  v1::AnswerResponse over_http;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(page->body, &over_http).ok());
+  // The canonical mapping's camelCase names, zero values included.
+  EXPECT_NE(page->body.find("\"answerType\""), std::string::npos) << page->body;
+  v1::AnswerResponse over_grpc;
+  ASSERT_TRUE(Call(*Stub(server.address()), request, &over_grpc).ok());
+  EXPECT_EQ(over_http.answer_type(), over_grpc.answer_type());
+  EXPECT_EQ(ToJson(over_http.long_answer()), ToJson(over_grpc.long_answer()));
+  ASSERT_EQ(over_http.short_answers_size(), over_grpc.short_answers_size());
+  for (int i = 0; i < over_http.short_answers_size(); ++i) {
+    EXPECT_EQ(ToJson(over_http.short_answers(i)), ToJson(over_grpc.short_answers(i)));
+  }
+  EXPECT_FLOAT_EQ(over_http.best_answer_score(), over_grpc.best_answer_score());
+  EXPECT_FLOAT_EQ(over_http.no_answer_score(), over_grpc.no_answer_score());
+
+  const auto model = http.Get("/v1/model");
+  ASSERT_TRUE(model);
+  ASSERT_EQ(model->status, 200);
+  v1::ModelInfo info;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(model->body, &info).ok());
+  EXPECT_EQ(info.layer_plan(), testing_support::SmallModelSpec().layers);
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+  EXPECT_EQ(http.Get("/readyz")->status, 200);
+  EXPECT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& metrics) {
+    return Sample(metrics,
+                  "longqa_requests_total{code=\"OK\",method=\"Answer\",transport=\"http\"}") >= 1 &&
+           Sample(
+               metrics,
+               "longqa_requests_total{code=\"OK\",method=\"GetModelInfo\",transport=\"http\"}") >=
+               1;
+  }));
+}
+
+TEST(HttpApiTest, ErrorsAreHttpCodesWithTheGrpcCodeAndMessageInJson) {
+  ServerProcess server(
+      {"--model_dir=" + ModelDir(), "--http_listen=127.0.0.1:0", "--max_document_bytes=1000"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  httplib::Client http("127.0.0.1", server.http_port());
+  http.set_read_timeout(60, 0);
+  auto expect_error = [&](const std::string& body, int http_status, const std::string& code,
+                          const std::string& words) {
+    SCOPED_TRACE(body.substr(0, 80));
+    const auto page = http.Post("/v1/answer", body, "application/json");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, http_status) << page->body;
+    const nlohmann::json error = nlohmann::json::parse(page->body);
+    EXPECT_EQ(error["code"], code);
+    EXPECT_EQ(error["grpc_code"].get<int>() > 0, true);
+    EXPECT_NE(error["message"].get<std::string>().find(words), std::string::npos) << page->body;
+  };
+  expect_error("not json", 400, "INVALID_ARGUMENT", "not a longqa.v1.AnswerRequest");
+  expect_error(R"({"question": "kalo", "colour": "red"})", 400, "INVALID_ARGUMENT", "colour");
+  expect_error(ToJson(Request("", "kalo mine")), 400, "INVALID_ARGUMENT", "question");
+  expect_error(ToJson(Request("kalo", Document(20, 40))), 413, "RESOURCE_EXHAUSTED", "1000");
+  // A deadline already spent: 504.
+  httplib::Headers late = {{kHttpTimeoutHeader, "0"}};
+  const auto page =
+      http.Post("/v1/answer", late, ToJson(Request("kalo", "kalo mine")), "application/json");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 504) << page->body;
+  // Still serving.
+  EXPECT_EQ(
+      http.Post("/v1/answer", ToJson(Request("kalo", "kalo mine")), "application/json")->status,
+      200);
+}
+
+TEST(HttpApiTest, StatusMapping) {
+  using Stage = QaService::Stage;
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::RESOURCE_EXHAUSTED, Stage::kAdmission), 413);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::RESOURCE_EXHAUSTED, Stage::kQueue), 429);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::RESOURCE_EXHAUSTED, Stage::kRun), 503);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::UNAVAILABLE, Stage::kQueue), 503);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::DEADLINE_EXCEEDED, Stage::kRun), 504);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::UNAUTHENTICATED, Stage::kAdmission), 401);
+  EXPECT_EQ(HttpStatusFor(grpc::StatusCode::INTERNAL, Stage::kRun), 500);
+}
+
 TEST(ServerAuthTest, BearerTokenIsRequiredButHealthStaysOpen) {
   const std::string token_file = (TempDir() / "token").string();
   std::ofstream(token_file) << "s3cret-token\n";
-  ServerProcess server({"--model_dir=" + ModelDir(), "--auth_token_file=" + token_file});
+  ServerProcess server({"--model_dir=" + ModelDir(), "--auth_token_file=" + token_file,
+                        "--http_listen=127.0.0.1:0"});
   ASSERT_TRUE(server.ok()) << server.log();
+  // Over HTTP: the Authorization header; health and readiness stay open.
+  httplib::Client http("127.0.0.1", server.http_port());
+  http.set_read_timeout(60, 0);
+  const std::string body = ToJson(Request("kalo", "text"));
+  const auto refused = http.Post("/v1/answer", body, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401) << refused->body;
+  EXPECT_EQ(http.Post("/v1/answer", {{"Authorization", "Bearer wrong"}}, body, "application/json")
+                ->status,
+            401);
+  EXPECT_EQ(
+      http.Post("/v1/answer", {{"Authorization", "Bearer s3cret-token"}}, body, "application/json")
+          ->status,
+      200);
+  EXPECT_EQ(http.Get("/v1/model")->status, 401);
+  EXPECT_EQ(http.Get("/readyz")->status, 200);
   auto stub = Stub(server.address());
   v1::AnswerResponse r;
   EXPECT_EQ(Call(*stub, Request("kalo", "text"), &r).error_code(),

@@ -1,0 +1,169 @@
+#include "server/http_api.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "server/metrics_endpoint.h"
+
+namespace longqa {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+void SendError(httplib::Response& res, const grpc::Status& status, QaService::Stage stage) {
+  res.status = HttpStatusFor(status.error_code(), stage);
+  const nlohmann::json body = {{"code", StatusCodeName(status.error_code())},
+                               {"grpc_code", static_cast<int>(status.error_code())},
+                               {"message", status.error_message()}};
+  res.set_content(body.dump(), "application/json");
+}
+
+void SendMessage(httplib::Response& res, const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  // Zero values too (answerType NO_ANSWER, a score of 0): clients read every field.
+  options.always_print_primitive_fields = true;
+  std::string json;
+  const auto printed = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!printed.ok()) {
+    return SendError(res, grpc::Status(grpc::StatusCode::INTERNAL, printed.ToString()),
+                     QaService::Stage::kRun);
+  }
+  res.status = 200;
+  res.set_content(json, "application/json");
+}
+
+double SecondsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+}  // namespace
+
+int HttpStatusFor(grpc::StatusCode code, QaService::Stage stage) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return 200;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return 400;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return 401;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return 403;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      // The request itself is too large; the queue is full; the batch ran out of memory.
+      return stage == QaService::Stage::kAdmission ? 413
+             : stage == QaService::Stage::kQueue   ? 429
+                                                   : 503;
+    case grpc::StatusCode::UNAVAILABLE:
+      return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return 504;
+    case grpc::StatusCode::CANCELLED:
+      return 499;  // the client closed the request (nginx's convention)
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return 501;
+    default:
+      return 500;
+  }
+}
+
+HttpApi::HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes)
+    : service_(service), ready_(std::move(ready)), max_body_bytes_(max_body_bytes) {}
+
+HttpApi::~HttpApi() { Stop(); }
+
+absl::Status HttpApi::Start(const std::string& address) {
+  auto host_port = SplitHostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  http_ = std::make_unique<httplib::Server>();
+  http_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkers); };
+  http_->set_payload_max_length(static_cast<size_t>(max_body_bytes_));
+
+  http_->Post("/v1/answer", [this](const httplib::Request& req, httplib::Response& res) {
+    const auto start = SteadyClock::now();
+    const std::string authorization = req.get_header_value("Authorization");
+    v1::AnswerRequest request;
+    google::protobuf::util::JsonParseOptions parse;
+    parse.ignore_unknown_fields = false;
+    const auto parsed = google::protobuf::util::JsonStringToMessage(req.body, &request, parse);
+    if (!parsed.ok()) {
+      grpc::Status status = service_->CheckAuth(authorization);  // strangers learn nothing
+      if (status.ok()) {
+        status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              absl::StrCat("the body is not a longqa.v1.AnswerRequest in JSON: ",
+                                           parsed.message().as_string()));
+      }
+      service_->metrics()->RecordRequest("Answer", StatusCodeName(status.error_code()),
+                                         SecondsSince(start), "http");
+      return SendError(res, status, QaService::Stage::kAdmission);
+    }
+    res.set_header(kRequestIdMetadata, service_->EnsureRequestId(&request));
+    CallInfo call;
+    call.transport = "http";
+    call.authorization = authorization;
+    call.caller = req.remote_addr;
+    if (req.has_header(kHttpTimeoutHeader)) {
+      const int64_t ms = std::atoll(req.get_header_value(kHttpTimeoutHeader).c_str());
+      call.deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+    }
+    // The worker waits here for the batcher's answer (cpp-httplib 0.11 cannot tell that a client
+    // left: an abandoned HTTP request is computed until its deadline, unlike a gRPC one).
+    std::promise<void> answered;
+    service_->Process(call, request, "Answer",
+                      [&res, &answered](grpc::Status status, v1::AnswerResponse response,
+                                        QaService::Stage stage) {
+                        if (status.ok()) {
+                          SendMessage(res, response);
+                        } else {
+                          SendError(res, status, stage);
+                        }
+                        answered.set_value();
+                      });
+    answered.get_future().wait();
+  });
+
+  http_->Get("/v1/model", [this](const httplib::Request& req, httplib::Response& res) {
+    const auto start = SteadyClock::now();
+    const grpc::Status status = service_->CheckAuth(req.get_header_value("Authorization"));
+    service_->metrics()->RecordRequest("GetModelInfo", StatusCodeName(status.error_code()),
+                                       SecondsSince(start), "http");
+    if (!status.ok()) return SendError(res, status, QaService::Stage::kAdmission);
+    SendMessage(res, service_->ModelInfo());
+  });
+  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"live"})", "application/json");
+  });
+  http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = ready_();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})",
+                    "application/json");
+  });
+
+  const auto& [host, port] = *host_port;
+  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
+  if (port_ <= 0) {
+    port_ = 0;
+    http_.reset();
+    return absl::UnavailableError(absl::StrCat("HTTP API cannot bind ", address));
+  }
+  thread_ = std::thread([http = http_.get()] { http->listen_after_bind(); });
+  // As in the metrics endpoint: stop() does nothing until the listen loop runs.
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(10);
+  while (!http_->is_running() && SteadyClock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return absl::OkStatus();
+}
+
+void HttpApi::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+  http_.reset();
+}
+
+}  // namespace longqa
