@@ -17,6 +17,7 @@ base="docker.io/library/debian:bookworm-slim"
 name="longqa-container-test-$$"
 grpc_port=50051
 metrics_port=9464
+http_port=8080
 
 skip_or_fail() {
   echo "container_test: ***** $1 *****" >&2
@@ -33,7 +34,7 @@ conf="$(mktemp)"
 printf '[containers]\ndefault_ulimits = []\n' > "$conf"
 export CONTAINERS_CONF="$conf"
 podman info >/dev/null 2>&1 || skip_or_fail "podman cannot run here: $(podman info 2>&1 | tail -n 1)"
-for port in $grpc_port $metrics_port; do
+for port in $grpc_port $metrics_port $http_port; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "container_test: port $port is in use; the container needs it (host network)" >&2; exit 1
   fi
@@ -63,6 +64,7 @@ echo "container_test: image built in ${build_s} s, $((size / 1000000)) MB"
 podman --runtime=runc run -d --name "$name" --ulimit host --network=host \
   --read-only --read-only-tmpfs=false "$image" \
   --model_dir=/models/demo --listen=0.0.0.0:$grpc_port --metrics_listen=0.0.0.0:$metrics_port \
+  --http_listen=0.0.0.0:$http_port \
   --threads=2 --drain_timeout_s=30 --log_level=info >/dev/null
 target="127.0.0.1:$grpc_port"
 for _ in $(seq 120); do
@@ -91,6 +93,18 @@ for item in json.load(open(f"{model}/sample_questions.json")):
     assert shorts and shorts[0] == item["answer"], (item, out)
     print(f"container_test: {item['question']!r} -> {shorts[0]!r}")
 PY
+
+# The HTTP/JSON API through the container's port: ready, and the first sample question.
+curl -sf "http://127.0.0.1:$http_port/readyz" >/dev/null ||
+  { echo "container_test: the HTTP API is not ready" >&2; exit 1; }
+question=$(jq -r '.[0].question' "$root/models/demo/sample_questions.json")
+want=$(jq -r '.[0].answer' "$root/models/demo/sample_questions.json")
+got=$(jq -n --rawfile text "$root/models/demo/sample.txt" --arg q "$question" \
+        '{question: ($q | @base64), document: {text: ($text | @base64)}}' |
+      curl -sf "http://127.0.0.1:$http_port/v1/answer" -H 'Content-Type: application/json' \
+        --data-binary @- | jq -r '.shortAnswers[0].text')
+[ "$got" = "$want" ] || { echo "container_test: HTTP answered '$got', not '$want'" >&2; exit 1; }
+echo "container_test: HTTP /v1/answer: $question -> $got"
 
 "$root/.venv/bin/python" "$root/tests/deploy/promql_check.py" --metrics "127.0.0.1:$metrics_port" \
   --grpc "$target" --cli "$cli"
