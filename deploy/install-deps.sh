@@ -24,7 +24,7 @@ if [ "$profile" != image ]; then
   packages+=(
     ccache git curl libgtest-dev libgmock-dev libbenchmark-dev
     prometheus python3 python3-venv python3-torch clang-format openssl clang libclang-rt-14-dev
-    podman runc debootstrap yamllint jq
+    podman runc debootstrap yamllint jq chromium chromium-driver python3-selenium
   )
 fi
 

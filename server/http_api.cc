@@ -4,10 +4,13 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "server/http_page.h"
 #include "server/metrics_endpoint.h"
 
 namespace longqa {
@@ -66,13 +69,19 @@ int HttpStatusFor(grpc::StatusCode code, QaService::Stage stage) {
       return 499;  // the client closed the request (nginx's convention)
     case grpc::StatusCode::UNIMPLEMENTED:
       return 501;
+    case grpc::StatusCode::NOT_FOUND:
+      return 404;
     default:
       return 500;
   }
 }
 
-HttpApi::HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes)
-    : service_(service), ready_(std::move(ready)), max_body_bytes_(max_body_bytes) {}
+HttpApi::HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes,
+                 std::string model_dir)
+    : service_(service),
+      ready_(std::move(ready)),
+      max_body_bytes_(max_body_bytes),
+      model_dir_(std::move(model_dir)) {}
 
 HttpApi::~HttpApi() { Stop(); }
 
@@ -133,6 +142,31 @@ absl::Status HttpApi::Start(const std::string& address) {
                                        SecondsSince(start), "http");
     if (!status.ok()) return SendError(res, status, QaService::Stage::kAdmission);
     SendMessage(res, service_->ModelInfo());
+  });
+  http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kHttpPage, "text/html; charset=utf-8");
+  });
+  http_->Get("/v1/sample", [this](const httplib::Request& req, httplib::Response& res) {
+    const grpc::Status status = service_->CheckAuth(req.get_header_value("Authorization"));
+    if (!status.ok()) return SendError(res, status, QaService::Stage::kAdmission);
+    std::ifstream text_file(model_dir_ + "/sample.txt", std::ios::binary);
+    if (!text_file) {
+      return SendError(res,
+                       grpc::Status(grpc::StatusCode::NOT_FOUND, "this model has no sample.txt"),
+                       QaService::Stage::kAdmission);
+    }
+    std::stringstream text;
+    text << text_file.rdbuf();
+    nlohmann::json sample = {{"text", text.str()}};
+    std::ifstream questions(model_dir_ + "/sample_questions.json");
+    const nlohmann::json list =
+        nlohmann::json::parse(questions, nullptr, /*allow_exceptions=*/false);
+    if (list.is_array() && !list.empty() && list[0].contains("question")) {
+      sample["question"] = list[0]["question"];
+    }
+    // Invalid UTF-8 in a sample would make dump() throw: replaced, the page shows U+FFFD.
+    res.set_content(sample.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
   });
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"live"})", "application/json");

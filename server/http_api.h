@@ -1,9 +1,11 @@
 // The HTTP/JSON API beside gRPC (--http_listen): POST /v1/answer takes and returns the proto's
 // AnswerRequest / AnswerResponse in protobuf's canonical JSON mapping (protobuf's own converter),
 // GET /v1/model the ModelInfo, GET /healthz (the process lives) and GET /readyz (the model is
-// loaded and the server not draining). Requests go through the same QaService::Process as gRPC:
-// same validation, limits, batcher, auth (the "Authorization: Bearer <token>" header) and
-// metrics (transport="http"). Errors are HTTP codes with a JSON body
+// loaded and the server not draining); GET / is the browser page (server/web/index.html) and
+// GET /v1/sample the model folder's sample document and first sample question, for the page.
+// Requests go through the same QaService::Process as gRPC: same validation, limits, batcher, auth
+// (the "Authorization: Bearer <token>" header) and metrics (transport="http"). Errors are HTTP
+// codes with a JSON body
 // {"code": "RESOURCE_EXHAUSTED", "grpc_code": 8, "message": "..."} (docs/http-api.md).
 #pragma once
 
@@ -33,7 +35,9 @@ int HttpStatusFor(grpc::StatusCode code, QaService::Stage stage);
 class HttpApi {
  public:
   // `ready` answers /readyz. `max_body_bytes` bounds a request body (413 beyond it).
-  HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes);
+  // `model_dir` holds the sample the page loads (sample.txt, sample_questions.json), if any.
+  HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes,
+          std::string model_dir);
   ~HttpApi();
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -47,6 +51,7 @@ class HttpApi {
   QaService* service_;
   std::function<bool()> ready_;
   int64_t max_body_bytes_;
+  std::string model_dir_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

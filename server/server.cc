@@ -137,7 +137,7 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (!options.http_listen.empty()) {
     s->http_api_ = std::make_unique<HttpApi>(
         s->service_.get(), [ready = &s->ready_] { return ready->load(); },
-        ReceiveLimitBytes(options.max_document_bytes));
+        ReceiveLimitBytes(options.max_document_bytes), options.model_dir);
     LONGQA_RETURN_IF_ERROR(s->http_api_->Start(options.http_listen));
   }
   s->ready_ = true;
