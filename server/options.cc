@@ -53,78 +53,78 @@ ABSL_FLAG(std::string, log_level, "info",
           "error, warning or info: at info the server reports start-up and drain on stderr");
 
 namespace longqa {
-  std::string ModelName(const std::string& model_dir) {
-    std::string name = model_dir;
-    while (!name.empty() && name.back() == '/') name.pop_back();
-    return name.substr(name.find_last_of('/') + 1);
-  }
+std::string ModelName(const std::string& model_dir) {
+  std::string name = model_dir;
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  return name.substr(name.find_last_of('/') + 1);
+}
 
-  absl::Status ValidateServerOptions(const ServerOptions& o) {
-    auto bad = [](const char* flag, const std::string& why) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", why));
-    };
-    if (o.model_dir.empty()) return bad("model_dir", "is required");
-    if (o.max_batch_tokens <= 0) return bad("max_batch_tokens", "must be positive");
-    if (o.max_batch_delay_ms < 0) return bad("max_batch_delay_ms", "must not be negative");
-    if (o.max_queue_tokens < o.max_batch_tokens) {
-      return bad("max_queue_tokens", "must be at least --max_batch_tokens");
-    }
-    if (o.workers <= 0) return bad("workers", "must be positive");
-    if (o.threads < 0) return bad("threads", "must not be negative");
-    if (o.max_document_bytes <= 0) return bad("max_document_bytes", "must be positive");
-    if (o.max_document_tokens <= 0) return bad("max_document_tokens", "must be positive");
-    if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
-      return bad("tls_cert", "and --tls_key must be given together");
-    }
-    if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
-      return bad("tls_client_ca", "needs --tls_cert and --tls_key (mTLS is TLS plus client certs)");
-    }
-    if (o.max_caller_queue_tokens <= 0) return bad("max_caller_queue_tokens", "must be positive");
-    if (o.fair_quantum_tokens <= 0) return bad("fair_quantum_tokens", "must be positive");
-    if (o.max_batch_memory_mb < 0) return bad("max_batch_memory_mb", "must not be negative");
-    if (o.max_request_memory_mb < 0) return bad("max_request_memory_mb", "must not be negative");
-    if (o.drain_timeout_s < 0) return bad("drain_timeout_s", "must not be negative");
-    if (o.log_level != "error" && o.log_level != "warning" && o.log_level != "info") {
-      return bad("log_level", "must be error, warning or info");
-    }
-    return absl::OkStatus();
+absl::Status ValidateServerOptions(const ServerOptions& o) {
+  auto bad = [](const char* flag, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", why));
+  };
+  if (o.model_dir.empty()) return bad("model_dir", "is required");
+  if (o.max_batch_tokens <= 0) return bad("max_batch_tokens", "must be positive");
+  if (o.max_batch_delay_ms < 0) return bad("max_batch_delay_ms", "must not be negative");
+  if (o.max_queue_tokens < o.max_batch_tokens) {
+    return bad("max_queue_tokens", "must be at least --max_batch_tokens");
   }
+  if (o.workers <= 0) return bad("workers", "must be positive");
+  if (o.threads < 0) return bad("threads", "must not be negative");
+  if (o.max_document_bytes <= 0) return bad("max_document_bytes", "must be positive");
+  if (o.max_document_tokens <= 0) return bad("max_document_tokens", "must be positive");
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return bad("tls_cert", "and --tls_key must be given together");
+  }
+  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
+    return bad("tls_client_ca", "needs --tls_cert and --tls_key (mTLS is TLS plus client certs)");
+  }
+  if (o.max_caller_queue_tokens <= 0) return bad("max_caller_queue_tokens", "must be positive");
+  if (o.fair_quantum_tokens <= 0) return bad("fair_quantum_tokens", "must be positive");
+  if (o.max_batch_memory_mb < 0) return bad("max_batch_memory_mb", "must not be negative");
+  if (o.max_request_memory_mb < 0) return bad("max_request_memory_mb", "must not be negative");
+  if (o.drain_timeout_s < 0) return bad("drain_timeout_s", "must not be negative");
+  if (o.log_level != "error" && o.log_level != "warning" && o.log_level != "info") {
+    return bad("log_level", "must be error, warning or info");
+  }
+  return absl::OkStatus();
+}
 
-  absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
-    ServerOptions o;
-    o.model_dir = absl::GetFlag(FLAGS_model_dir);
-    o.listen = absl::GetFlag(FLAGS_listen);
-    o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-    o.http_listen = absl::GetFlag(FLAGS_http_listen);
-    o.device = absl::GetFlag(FLAGS_device);
-    const std::string precision = absl::GetFlag(FLAGS_precision);
-    const auto parsed = ParsePrecision(precision);
-    if (!parsed) return absl::InvalidArgumentError("--precision must be fp32 or int8");
-    o.precision = *parsed;
-    o.threads = absl::GetFlag(FLAGS_threads);
-    o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-    o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);
-    o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
-    o.max_caller_queue_tokens = absl::GetFlag(FLAGS_max_caller_queue_tokens);
-    o.fair_quantum_tokens = absl::GetFlag(FLAGS_fair_quantum_tokens);
-    o.workers = absl::GetFlag(FLAGS_workers);
-    o.max_batch_memory_mb = absl::GetFlag(FLAGS_max_batch_memory_mb);
-    o.max_request_memory_mb = absl::GetFlag(FLAGS_max_request_memory_mb);
-    o.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
-    o.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
-    const std::string overflow = absl::GetFlag(FLAGS_question_overflow);
-    if (overflow != "truncate" && overflow != "reject") {
-      return absl::InvalidArgumentError("--question_overflow must be truncate or reject");
-    }
-    o.reject_long_questions = overflow == "reject";
-    o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-    o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-    o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-    o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-    o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
-    o.log_level = absl::GetFlag(FLAGS_log_level);
-    if (absl::Status s = ValidateServerOptions(o); !s.ok()) return s;
-    return o;
+absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
+  ServerOptions o;
+  o.model_dir = absl::GetFlag(FLAGS_model_dir);
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.http_listen = absl::GetFlag(FLAGS_http_listen);
+  o.device = absl::GetFlag(FLAGS_device);
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  const auto parsed = ParsePrecision(precision);
+  if (!parsed) return absl::InvalidArgumentError("--precision must be fp32 or int8");
+  o.precision = *parsed;
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);
+  o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
+  o.max_caller_queue_tokens = absl::GetFlag(FLAGS_max_caller_queue_tokens);
+  o.fair_quantum_tokens = absl::GetFlag(FLAGS_fair_quantum_tokens);
+  o.workers = absl::GetFlag(FLAGS_workers);
+  o.max_batch_memory_mb = absl::GetFlag(FLAGS_max_batch_memory_mb);
+  o.max_request_memory_mb = absl::GetFlag(FLAGS_max_request_memory_mb);
+  o.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
+  o.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
+  const std::string overflow = absl::GetFlag(FLAGS_question_overflow);
+  if (overflow != "truncate" && overflow != "reject") {
+    return absl::InvalidArgumentError("--question_overflow must be truncate or reject");
   }
+  o.reject_long_questions = overflow == "reject";
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
+  o.log_level = absl::GetFlag(FLAGS_log_level);
+  if (absl::Status s = ValidateServerOptions(o); !s.ok()) return s;
+  return o;
+}
 
 }  // namespace longqa
