@@ -53,6 +53,7 @@ ABSL_FLAG(std::string, log_level, "info",
           "error, warning or info: at info the server reports start-up and drain on stderr");
 
 namespace longqa {
+
 std::string ModelName(const std::string& model_dir) {
   std::string name = model_dir;
   while (!name.empty() && name.back() == '/') name.pop_back();
