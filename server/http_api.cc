@@ -3,12 +3,14 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/http_page.h"
 #include "server/metrics_endpoint.h"
@@ -77,18 +79,32 @@ int HttpStatusFor(grpc::StatusCode code, QaService::Stage stage) {
 }
 
 HttpApi::HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes,
-                 std::string model_dir)
+                 std::string model_dir, HttpTls tls)
     : service_(service),
       ready_(std::move(ready)),
       max_body_bytes_(max_body_bytes),
-      model_dir_(std::move(model_dir)) {}
+      model_dir_(std::move(model_dir)),
+      tls_(std::move(tls)) {}
 
 HttpApi::~HttpApi() { Stop(); }
 
 absl::Status HttpApi::Start(const std::string& address) {
   auto host_port = SplitHostPort(address);
   if (!host_port.ok()) return host_port.status();
-  http_ = std::make_unique<httplib::Server>();
+  if (tls_.cert_file.empty()) {
+    http_ = std::make_unique<httplib::Server>();
+  } else {
+    // Debian's cpp-httplib is built with OpenSSL (CPPHTTPLIB_OPENSSL_SUPPORT in its .pc file).
+    http_ = std::make_unique<httplib::SSLServer>(
+        tls_.cert_file.c_str(), tls_.key_file.c_str(),
+        tls_.client_ca_file.empty() ? nullptr : tls_.client_ca_file.c_str());
+    if (!http_->is_valid()) {
+      http_.reset();
+      return absl::InvalidArgumentError(
+          absl::StrCat("HTTP API: cannot use the TLS files ", tls_.cert_file, " / ", tls_.key_file,
+                       tls_.client_ca_file.empty() ? "" : " / " + tls_.client_ca_file));
+    }
+  }
   http_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkers); };
   http_->set_payload_max_length(static_cast<size_t>(max_body_bytes_));
 
@@ -116,7 +132,18 @@ absl::Status HttpApi::Start(const std::string& address) {
     call.authorization = authorization;
     call.caller = req.remote_addr;
     if (req.has_header(kHttpTimeoutHeader)) {
-      const int64_t ms = std::atoll(req.get_header_value(kHttpTimeoutHeader).c_str());
+      int64_t ms = 0;
+      if (!absl::SimpleAtoi(req.get_header_value(kHttpTimeoutHeader), &ms) || ms < 0) {
+        const grpc::Status bad(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat(kHttpTimeoutHeader, " must be a whole number of milliseconds, not '",
+                         req.get_header_value(kHttpTimeoutHeader), "'"));
+        service_->metrics()->RecordRequest("Answer", StatusCodeName(bad.error_code()),
+                                           SecondsSince(start), "http");
+        return SendError(res, bad, QaService::Stage::kAdmission);
+      }
+      // At most a week: a larger count would overflow the clock's arithmetic.
+      ms = std::min<int64_t>(ms, int64_t{7} * 24 * 3600 * 1000);
       call.deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
     }
     // The worker waits here for the batcher's answer (cpp-httplib 0.11 cannot tell that a client

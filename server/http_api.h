@@ -29,6 +29,12 @@ inline constexpr int kHttpWorkers = 64;
 // The header that carries a request's deadline in milliseconds (no header: no deadline).
 inline constexpr char kHttpTimeoutHeader[] = "X-Longqa-Timeout-Ms";
 
+// TLS of the HTTP API: the gRPC server's files (--tls_cert, --tls_key, --tls_client_ca); all
+// empty: plain HTTP. A client CA makes it mutual TLS.
+struct HttpTls {
+  std::string cert_file, key_file, client_ca_file;
+};
+
 // The HTTP status of a gRPC status code, given where the request ended.
 int HttpStatusFor(grpc::StatusCode code, QaService::Stage stage);
 
@@ -37,7 +43,7 @@ class HttpApi {
   // `ready` answers /readyz. `max_body_bytes` bounds a request body (413 beyond it).
   // `model_dir` holds the sample the page loads (sample.txt, sample_questions.json), if any.
   HttpApi(QaService* service, std::function<bool()> ready, int64_t max_body_bytes,
-          std::string model_dir);
+          std::string model_dir, HttpTls tls = {});
   ~HttpApi();
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -52,6 +58,7 @@ class HttpApi {
   std::function<bool()> ready_;
   int64_t max_body_bytes_;
   std::string model_dir_;
+  HttpTls tls_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

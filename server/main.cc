@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that leaves while an HTTPS answer is written must not kill the server: OpenSSL
+  // writes with write(), which raises SIGPIPE on a closed socket (plain sockets use MSG_NOSIGNAL).
+  signal(SIGPIPE, SIG_IGN);
 
   auto server = longqa::LongqaServer::Start(*options);
   if (!server.ok()) {

@@ -137,7 +137,8 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (!options.http_listen.empty()) {
     s->http_api_ = std::make_unique<HttpApi>(
         s->service_.get(), [ready = &s->ready_] { return ready->load(); },
-        ReceiveLimitBytes(options.max_document_bytes), options.model_dir);
+        ReceiveLimitBytes(options.max_document_bytes), options.model_dir,
+        HttpTls{options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file});
     LONGQA_RETURN_IF_ERROR(s->http_api_->Start(options.http_listen));
   }
   s->ready_ = true;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -1053,6 +1054,19 @@ TEST(HttpApiTest, ErrorsAreHttpCodesWithTheGrpcCodeAndMessageInJson) {
       http.Post("/v1/answer", late, ToJson(Request("kalo", "kalo mine")), "application/json");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 504) << page->body;
+  // A deadline that is no number of milliseconds: 400, naming the header.
+  for (const char* bad : {"soon", "-5", "1e3"}) {
+    const auto refused = http.Post("/v1/answer", {{kHttpTimeoutHeader, bad}},
+                                   ToJson(Request("kalo", "kalo mine")), "application/json");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << bad;
+    EXPECT_NE(refused->body.find(kHttpTimeoutHeader), std::string::npos) << refused->body;
+  }
+  // A huge one is no deadline to speak of, not an overflow.
+  const auto patient = http.Post("/v1/answer", {{kHttpTimeoutHeader, "9223372036854775807"}},
+                                 ToJson(Request("kalo", "kalo mine")), "application/json");
+  ASSERT_TRUE(patient);
+  EXPECT_EQ(patient->status, 200) << patient->body;
   // Still serving.
   EXPECT_EQ(
       http.Post("/v1/answer", ToJson(Request("kalo", "kalo mine")), "application/json")->status,
@@ -1107,13 +1121,26 @@ TEST(ServerAuthTest, BearerTokenIsRequiredButHealthStaysOpen) {
 }
 
 TEST(ServerTlsTest, TlsAndMutualTls) {
+  // The refused HTTPS handshakes below close sockets OpenSSL may still write to.
+  signal(SIGPIPE, SIG_IGN);
   const testing_support::Certificates pki = testing_support::MakeCertificates(TempDir().string());
   ASSERT_FALSE(pki.ca.empty()) << "openssl failed to make test certificates";
   v1::AnswerResponse r;
   {
     ServerProcess server({"--model_dir=" + ModelDir(), "--tls_cert=" + pki.server_cert,
-                          "--tls_key=" + pki.server_key});
+                          "--tls_key=" + pki.server_key, "--http_listen=127.0.0.1:0"});
     ASSERT_TRUE(server.ok()) << server.log();
+    // The HTTP API speaks HTTPS with the same certificate, and only that.
+    httplib::SSLClient https("127.0.0.1", server.http_port());
+    https.set_ca_cert_path(pki.ca.c_str());
+    https.enable_server_certificate_verification(true);
+    const auto ready = https.Get("/readyz");
+    ASSERT_TRUE(ready) << httplib::to_string(ready.error());
+    EXPECT_EQ(ready->status, 200);
+    httplib::Client plain("127.0.0.1", server.http_port());
+    plain.set_read_timeout(3, 0);
+    const auto refused_plain = plain.Get("/readyz");
+    EXPECT_TRUE(!refused_plain || refused_plain->status != 200);
     grpc::SslCredentialsOptions trusted;
     trusted.pem_root_certs = testing_support::Slurp(pki.ca);
     EXPECT_TRUE(
@@ -1123,8 +1150,21 @@ TEST(ServerTlsTest, TlsAndMutualTls) {
   }
   {
     ServerProcess server({"--model_dir=" + ModelDir(), "--tls_cert=" + pki.server_cert,
-                          "--tls_key=" + pki.server_key, "--tls_client_ca=" + pki.ca});
+                          "--tls_key=" + pki.server_key, "--tls_client_ca=" + pki.ca,
+                          "--http_listen=127.0.0.1:0"});
     ASSERT_TRUE(server.ok()) << server.log();
+    // Mutual TLS over HTTP too: a client certificate signed by the CA is let in, none is not.
+    httplib::SSLClient with_client_cert("127.0.0.1", server.http_port(), pki.client_cert,
+                                        pki.client_key);
+    with_client_cert.set_ca_cert_path(pki.ca.c_str());
+    with_client_cert.enable_server_certificate_verification(true);
+    const auto admitted = with_client_cert.Get("/readyz");
+    ASSERT_TRUE(admitted) << httplib::to_string(admitted.error());
+    EXPECT_EQ(admitted->status, 200);
+    httplib::SSLClient no_client_cert("127.0.0.1", server.http_port());
+    no_client_cert.set_ca_cert_path(pki.ca.c_str());
+    no_client_cert.enable_server_certificate_verification(true);
+    EXPECT_FALSE(no_client_cert.Get("/readyz"));
     grpc::SslCredentialsOptions with_cert;
     with_cert.pem_root_certs = testing_support::Slurp(pki.ca);
     with_cert.pem_cert_chain = testing_support::Slurp(pki.client_cert);
