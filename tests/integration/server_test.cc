@@ -772,7 +772,12 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
       return Call(*Stub(server.address()), Request("kalo", Document(800, 120)), &r, 120000);
     }));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all four accepted, one running
+  // All four accepted (tokenized and queued; one running) before the signal: on a slow or busy
+  // machine (ASan) tokenizing four ~500 KB documents outlasted a fixed 500 ms sleep, the calls
+  // arrived after the drain began and were refused, and the drain had nothing left to cut.
+  ASSERT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_inflight_requests") >= 4;
+  })) << server.log();
   const auto signalled = std::chrono::steady_clock::now();
   server.Signal(SIGTERM);
   EXPECT_EQ(server.WaitExit(), 3) << server.log();
