@@ -89,8 +89,7 @@ HttpApi::HttpApi(QaService* service, std::function<bool()> ready, int64_t max_bo
 HttpApi::~HttpApi() { Stop(); }
 
 absl::Status HttpApi::Start(const std::string& address) {
-  auto host_port = SplitHostPort(address);
-  if (!host_port.ok()) return host_port.status();
+  if (auto host_port = SplitHostPort(address); !host_port.ok()) return host_port.status();
   if (tls_.cert_file.empty()) {
     http_ = std::make_unique<httplib::Server>();
   } else {
@@ -205,19 +204,12 @@ absl::Status HttpApi::Start(const std::string& address) {
                     "application/json");
   });
 
-  const auto& [host, port] = *host_port;
-  port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
-  if (port_ <= 0) {
-    port_ = 0;
+  auto bound = ServeInBackground(*http_, address, "HTTP API", &thread_);
+  if (!bound.ok()) {
     http_.reset();
-    return absl::UnavailableError(absl::StrCat("HTTP API cannot bind ", address));
+    return bound.status();
   }
-  thread_ = std::thread([http = http_.get()] { http->listen_after_bind(); });
-  // As in the metrics endpoint: stop() does nothing until the listen loop runs.
-  const auto give_up = SteadyClock::now() + std::chrono::seconds(10);
-  while (!http_->is_running() && SteadyClock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  port_ = *bound;
   return absl::OkStatus();
 }
 

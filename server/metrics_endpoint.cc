@@ -36,9 +36,7 @@ MetricsEndpoint::MetricsEndpoint(std::shared_ptr<prometheus::Registry> registry,
 MetricsEndpoint::~MetricsEndpoint() { Stop(); }
 
 absl::Status MetricsEndpoint::Start(const std::string& address) {
-  auto host_port = SplitHostPort(address);
-  if (!host_port.ok()) return host_port.status();
-  const auto& [host, port] = *host_port;
+  if (auto host_port = SplitHostPort(address); !host_port.ok()) return host_port.status();
   http_ = std::make_unique<httplib::Server>();
   // A connection holds a worker while it is open: with httplib's defaults (8 workers here, 5 s
   // read and keep-alive timeouts) about 20 idle connections kept a scrape waiting 9.5 s. More
@@ -57,23 +55,29 @@ absl::Status MetricsEndpoint::Start(const std::string& address) {
   http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("longqa metrics: GET /metrics\n", "text/plain");
   });
-  if (port == 0) {
-    port_ = http_->bind_to_any_port(host);
-  } else {
-    port_ = http_->bind_to_port(host, port) ? port : -1;
-  }
-  if (port_ <= 0) {
+  auto bound = ServeInBackground(*http_, address, "metrics endpoint", &thread_);
+  if (!bound.ok()) {
     http_.reset();
-    return absl::UnavailableError(absl::StrCat("metrics endpoint cannot bind ", address));
+    return bound.status();
   }
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
-  // httplib's stop() does nothing until the listen loop runs: a Stop() right after Start() (the
-  // model failed to load) would otherwise leave the thread listening and the join hanging.
+  port_ = *bound;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ServeInBackground(httplib::Server& http, const std::string& address,
+                                      const std::string& what, std::thread* thread) {
+  auto host_port = SplitHostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  const auto& [host, port] = *host_port;
+  const int bound =
+      port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) return absl::UnavailableError(absl::StrCat(what, " cannot bind ", address));
+  *thread = std::thread([&http] { http.listen_after_bind(); });
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!http_->is_running() && std::chrono::steady_clock::now() < give_up) {
+  while (!http.is_running() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return absl::OkStatus();
+  return bound;
 }
 
 void MetricsEndpoint::Stop() {

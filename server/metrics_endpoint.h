@@ -52,4 +52,11 @@ class MetricsEndpoint {
 // Splits "host:port" (IPv6 hosts in brackets) into its parts.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
 
+// Binds `http` to `address` ("host:port"; port 0 picks a free one), runs its listen loop on
+// *thread and returns the bound port once the loop runs (httplib's stop() does nothing before:
+// a Stop() right after start would leave the thread listening and the join hanging).
+// `what` names the server in the error.
+absl::StatusOr<int> ServeInBackground(httplib::Server& http, const std::string& address,
+                                      const std::string& what, std::thread* thread);
+
 }  // namespace longqa
