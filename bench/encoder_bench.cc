@@ -9,7 +9,8 @@
 // Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N]
 //                             [--layers=12] [--device=cuda] [--batch=N]
 //                             [--models=sliding,cluster,nca,clustered,iclustered,etc,unfused]
-//                             [--precision=fp32|int8]
+//                             [--precision=fp32|bf16|int8]
+// "of GEMM" is against the fp32 GEMM, or the bf16 GEMM for --precision=bf16.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -41,9 +42,9 @@ double Seconds(Clock::time_point since) {
 // Waits for the device (a GPU runs asynchronously) by reading one value back.
 void Sync(const at::Tensor& t) { t.sum().item<float>(); }
 
-double GemmGflops(const at::Device& device) {
-  const at::Tensor a = at::randn({2048, 2048}).to(device);
-  const at::Tensor b = at::randn({2048, 2048}).to(device);
+double GemmGflops(const at::Device& device, at::ScalarType dtype = at::kFloat) {
+  const at::Tensor a = at::randn({2048, 2048}).to(device, dtype);
+  const at::Tensor b = at::randn({2048, 2048}).to(device, dtype);
   Sync(at::matmul(a, b));  // warm-up
   const auto start = Clock::now();
   const int reps = device.is_cuda() ? 50 : 5;
@@ -119,7 +120,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused] [--precision=fp32|int8] "
+          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused] "
+          "[--precision=fp32|bf16|int8] "
           "[--batch=N]\n",
           argv[0]);
       return 2;
@@ -129,13 +131,24 @@ int main(int argc, char** argv) {
   at::set_num_threads(threads);
   at::InferenceMode guard;
   const at::Device device(device_name);
-  const double gemm = GemmGflops(device);
+  const double fp32_gemm = GemmGflops(device);
+  const bool bf16 = precision == longqa::Precision::kBf16;
+  const double gemm = bf16 ? GemmGflops(device, at::kBFloat16) : fp32_gemm;
   const longqa::ComputeInfo compute = longqa::DescribeCompute();
-  std::printf("device=%s threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s  (%s)\n", device.str().c_str(),
-              threads, gemm, longqa::ComputeInfoLine(compute).c_str());
+  std::printf("device=%s threads=%d  fp32 GEMM 2048^3: %.1f GFLOP/s", device.str().c_str(), threads,
+              fp32_gemm);
+  if (bf16) std::printf("  bf16 GEMM 2048^3: %.1f GFLOP/s", gemm);
+  std::printf("  (%s)\n", longqa::ComputeInfoLine(compute).c_str());
   if (!compute.warning.empty()) std::printf("WARNING: %s\n", compute.warning.c_str());
+  if (bf16 && device.is_cpu() && !longqa::Bf16Warning(compute.isa).empty()) {
+    std::printf("WARNING: %s\n", longqa::Bf16Warning(compute.isa).c_str());
+  }
+  // Rows say their precision unless it is fp32: "sliding-window-bf16".
+  const std::string suffix = precision == longqa::Precision::kFp32
+                                 ? ""
+                                 : std::string("-") + longqa::PrecisionName(precision);
   std::printf("\n");
-  std::printf("%-16s %8s %8s %10s %12s %10s %8s\n", "model", "tokens", "windows", "seconds",
+  std::printf("%-20s %8s %8s %10s %12s %10s %8s\n", "model", "tokens", "windows", "seconds",
               "tokens/s", "GFLOP/s", "of GEMM");
 
   std::string sliding(num_layers, 'S');
@@ -182,8 +195,8 @@ int main(int argc, char** argv) {
       Sync(encoder.Forward(plan, device));
       const double s = Seconds(start);
       const double gflops = EncoderFlops(config, plan, kClusters) / s / 1e9;
-      const std::string row = precision == longqa::Precision::kInt8 ? name + "-int8" : name;
-      std::printf("%-16s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", row.c_str(),
+      const std::string row = name + suffix;
+      std::printf("%-20s %8lld %8lld %10.3f %12.0f %10.1f %7.0f%%\n", row.c_str(),
                   static_cast<long long>(tokens), static_cast<long long>(plan.num_windows), s,
                   tokens / s, gflops, 100.0 * gflops / gemm);
       std::fflush(stdout);
@@ -216,8 +229,7 @@ int main(int argc, char** argv) {
     const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
     const double attention = 4.0 * d * (n_l * (3 * 85 + n_g) + n_g * (n_g + n_l));
     const double gflops = num_layers * ((n_l + n_g) * per_row + attention) / s / 1e9;
-    std::printf("%-16s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n",
-                precision == longqa::Precision::kInt8 ? "etc-int8" : "etc",
+    std::printf("%-20s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n", ("etc" + suffix).c_str(),
                 static_cast<long long>(tokens), 1, s, tokens / s, gflops, 100.0 * gflops / gemm);
     std::fflush(stdout);
   }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <cpuid.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -27,9 +28,15 @@ std::string OpenBlasCore() {
   return name != nullptr ? name : "unknown";
 }
 
+// AMX-BF16: CPUID leaf 7, sub-leaf 0, EDX bit 22 (GCC 12's __builtin_cpu_supports lacks it).
+bool HasAmxBf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
+}
+
 std::string BestIsa() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512bf16")) return "avx512_bf16";
+  if (__builtin_cpu_supports("avx512bf16")) return HasAmxBf16() ? "amx_bf16" : "avx512_bf16";
   if (__builtin_cpu_supports("avx512f")) return "avx512";
   if (__builtin_cpu_supports("avx2")) return "avx2";
   if (__builtin_cpu_supports("sse4.2")) return "sse4.2";
@@ -48,7 +55,7 @@ std::string BlasCoreWarning(const std::string& coretype, const std::string& core
   static const std::vector<std::string> kAvx2 = {"haswell", "zen", "skylakex", "cooperlake",
                                                  "sapphirerapids"};
   const std::vector<std::string>* fast = nullptr;
-  if (isa.rfind("avx512", 0) == 0) {
+  if (isa.rfind("avx512", 0) == 0 || isa == "amx_bf16") {  // AMX CPUs have AVX-512
     fast = &kAvx512;
   } else if (isa == "avx2") {
     fast = &kAvx2;
@@ -62,6 +69,12 @@ std::string BlasCoreWarning(const std::string& coretype, const std::string& core
   return "OPENBLAS_CORETYPE=" + coretype + " makes OpenBLAS run its " + core +
          " kernels on a CPU with " + isa +
          ": GEMM runs at about half speed or worse; unset it to let OpenBLAS choose";
+}
+
+std::string Bf16Warning(const std::string& isa) {
+  if (isa == "amx_bf16" || isa == "avx512_bf16") return "";
+  return "precision bf16 on a CPU with " + isa +
+         " (no AVX512_BF16): bf16 GEMMs are emulated and run slower than fp32";
 }
 
 ComputeInfo DescribeCompute() {

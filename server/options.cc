@@ -14,8 +14,10 @@ ABSL_FLAG(std::string, http_listen, "",
           "docs/http-api.md); empty (the default) disables it");
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
 ABSL_FLAG(std::string, precision, "fp32",
-          "Encoder arithmetic: fp32, or int8 (CPU: dense layers with int8 weights and dynamically "
-          "quantised activations; docs/perf/README.md)");
+          "Encoder arithmetic: fp32; bf16 (dense layers and attention GEMMs in bf16, residuals and "
+          "LayerNorm in fp32: fast on CPUs with AVX512_BF16 or AMX, and on GPUs); or int8 (CPU: "
+          "dense layers with int8 weights and dynamically quantised activations); "
+          "docs/perf/README.md");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
 ABSL_FLAG(int64_t, max_batch_tokens, 16384,
           "A batch closes when its requests hold this many tokens (question + document)");
@@ -100,7 +102,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.device = absl::GetFlag(FLAGS_device);
   const std::string precision = absl::GetFlag(FLAGS_precision);
   const auto parsed = ParsePrecision(precision);
-  if (!parsed) return absl::InvalidArgumentError("--precision must be fp32 or int8");
+  if (!parsed) return absl::InvalidArgumentError("--precision must be fp32, bf16 or int8");
   o.precision = *parsed;
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);

@@ -72,6 +72,10 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (options.log_level == "info")
     std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n";
   if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
+  if (options.precision == Precision::kBf16 && s->engine_->device().is_cpu()) {
+    const std::string bf16 = Bf16Warning(compute.isa);
+    if (!bf16.empty()) std::cerr << "longqa-server: WARNING: " << bf16 << "\n";
+  }
   // A converted checkpoint without some heads serves random ones: say so, every start.
   for (const std::string& head : s->engine_->config().untrained_heads) {
     std::cerr << "longqa-server: WARNING: head '" << head << "' of " << options.model_dir

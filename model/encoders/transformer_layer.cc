@@ -6,6 +6,30 @@
 #include <stdexcept>
 
 namespace longqa {
+
+InferenceDense::InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision) {
+  if (precision == Precision::kInt8) {
+    int8 = std::make_shared<const Int8Linear>(w, b);
+  } else {
+    const at::ScalarType dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
+    weight = w.to(dtype).contiguous();
+    bias = b.to(dtype).contiguous();
+  }
+}
+
+at::Tensor InferenceDense::operator()(const at::Tensor& x) const {
+  if (int8) return int8->Forward(x.to(at::kFloat));
+  return at::linear(x.to(weight.scalar_type()), weight, bias);
+}
+
+InferenceDense InferenceDense::Rows(int64_t begin, int64_t n) const {
+  if (int8) throw std::logic_error("InferenceDense::Rows of an int8 layer");
+  InferenceDense rows;
+  rows.weight = weight.narrow(0, begin, n);  // contiguous: whole rows of a contiguous matrix
+  rows.bias = bias.narrow(0, begin, n);
+  return rows;
+}
+
 const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name) {
   const auto it = weights.find(name);
   if (it == weights.end()) throw std::out_of_range("missing weight '" + name + "'");
@@ -36,19 +60,27 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
     qkv_w_ = at::cat({q_w_, k_w_, v_w_}, 0);
     qkv_b_ = at::cat({q_b_, k_b_, v_b_}, 0);
   }
-  if (precision == Precision::kInt8) {
-    if (!qkv_w_.defined()) throw std::invalid_argument("int8 layers need frozen weights");
-    if (!q_w_.device().is_cpu()) throw std::invalid_argument("int8 runs on the CPU only");
-    qkv8_ = std::make_shared<const Int8Linear>(qkv_w_, qkv_b_);
-    o8_ = std::make_shared<const Int8Linear>(o_w_, o_b_);
-    i8_ = std::make_shared<const Int8Linear>(i_w_, i_b_);
-    f8_ = std::make_shared<const Int8Linear>(f_w_, f_b_);
+  if (precision != Precision::kFp32 && !qkv_w_.defined()) {
+    throw std::invalid_argument(std::string(PrecisionName(precision)) +
+                                " layers need frozen weights");
   }
-}
-
-at::Tensor TransformerLayer::Dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                                   const std::shared_ptr<const Int8Linear>& int8) {
-  return int8 ? int8->Forward(x) : at::linear(x, w, b);
+  if (precision == Precision::kInt8 && !q_w_.device().is_cpu()) {
+    throw std::invalid_argument("int8 runs on the CPU only");
+  }
+  if (!qkv_w_.defined()) return;
+  qkv_ = InferenceDense(qkv_w_, qkv_b_, precision);
+  o_ = InferenceDense(o_w_, o_b_, precision);
+  i_ = InferenceDense(i_w_, i_b_, precision);
+  f_ = InferenceDense(f_w_, f_b_, precision);
+  // Query/Key/Value of layers with their own pattern: fp32 or bf16 rows of the stacked matrix;
+  // int8 leaves them fp32 (their products feed fp32 attention code).
+  const InferenceDense qkv =
+      precision == Precision::kInt8 ? InferenceDense(qkv_w_, qkv_b_, Precision::kFp32) : qkv_;
+  const int64_t d = q_w_.size(0);
+  q_ = qkv.Rows(0, d);
+  k_ = qkv.Rows(d, d);
+  v_ = qkv.Rows(2 * d, d);
+  if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
 }
 
 bool TransformerLayer::InferencePath() const {
@@ -93,16 +125,17 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
   const int64_t h = num_heads_, dh = d / num_heads_;
   // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
   const at::Tensor qkv =
-      Dense(x, qkv_w_, qkv_b_, qkv8_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
+      qkv_(x).to(attention_dtype_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
   const at::Tensor q = qkv[0].reshape({b * h, t, dh});
   const at::Tensor k = qkv[1].reshape({b * h, t, dh});
   const at::Tensor v = qkv[2].reshape({b * h, t, dh});
   // Padding as an additive bias [B*h, 1, T], broadcast over the query rows by baddbmm, which
   // also applies the 1/sqrt(dh) scale inside the GEMM.
-  const at::Tensor bias = at::zeros({b, 1, 1, t}, x.options())
+  const at::Tensor bias = at::zeros({b, 1, 1, t}, x.options().dtype(attention_dtype_))
                               .masked_fill_(valid.logical_not().view({b, 1, 1, t}), -1e30)
                               .expand({b, h, 1, t})
                               .reshape({b * h, 1, t});
+  // bf16 scores: LibTorch's CPU softmax sums them in fp32.
   at::Tensor scores =
       at::baddbmm(bias, q, k.transpose(1, 2), 1.0, 1.0 / std::sqrt(static_cast<double>(dh)));
   const at::Tensor context =
@@ -112,17 +145,25 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
 
 at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context) const {
   const int64_t d = x.size(-1);
-  at::Tensor h1 = Dense(context, o_w_, o_b_, o8_).add_(x);
+  // .to(x's dtype) is a no-op in fp32 and int8; in bf16 it brings the GEMM's output back to the
+  // fp32 residual stream.
+  at::Tensor h1 = o_(context).to(x.scalar_type()).add_(x);
   h1 = at::layer_norm(h1, {d}, ln1_w_, ln1_b_, eps_);
-  at::Tensor inner = Dense(h1, i_w_, i_b_, i8_);
+  at::Tensor inner = i_(h1);
   at::gelu_out(inner, inner);  // in place: elementwise, so the output may alias the input
-  at::Tensor ffn = Dense(inner, f_w_, f_b_, f8_).add_(h1);
+  at::Tensor ffn = f_(inner).to(x.scalar_type()).add_(h1);
   return at::layer_norm(ffn, {d}, ln2_w_, ln2_b_, eps_);
 }
 
-at::Tensor TransformerLayer::Query(const at::Tensor& x) const { return at::linear(x, q_w_, q_b_); }
-at::Tensor TransformerLayer::Key(const at::Tensor& x) const { return at::linear(x, k_w_, k_b_); }
-at::Tensor TransformerLayer::Value(const at::Tensor& x) const { return at::linear(x, v_w_, v_b_); }
+at::Tensor TransformerLayer::Query(const at::Tensor& x) const {
+  return InferencePath() ? q_(x).to(x.scalar_type()) : at::linear(x, q_w_, q_b_);
+}
+at::Tensor TransformerLayer::Key(const at::Tensor& x) const {
+  return InferencePath() ? k_(x).to(x.scalar_type()) : at::linear(x, k_w_, k_b_);
+}
+at::Tensor TransformerLayer::Value(const at::Tensor& x) const {
+  return InferencePath() ? v_(x).to(x.scalar_type()) : at::linear(x, v_w_, v_b_);
+}
 
 at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {
   if (InferencePath()) return FinishInference(x, context);

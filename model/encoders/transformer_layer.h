@@ -16,6 +16,19 @@
 
 namespace longqa {
 
+// One dense (Linear) layer of the inference path in the layer's precision: fp32 weights; bf16
+// copies (the input cast to bf16, the output bf16); or int8 (fp32 in and out, Int8Linear).
+struct InferenceDense {
+  at::Tensor weight, bias;
+  std::shared_ptr<const Int8Linear> int8;  // shared: layers are copied into the encoders' vectors
+
+  InferenceDense() = default;
+  InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision);
+  at::Tensor operator()(const at::Tensor& x) const;
+  // The rows [begin, begin + n) of the output (Q, K or V of a stacked QKV layer).
+  InferenceDense Rows(int64_t begin, int64_t n) const;
+};
+
 // A layer runs its sequences in groups whose attention scores hold at most this many elements
 // (B * heads * T * T floats: 128 MiB), so its memory does not grow with the window count.
 inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
@@ -23,7 +36,8 @@ inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
 class TransformerLayer {
  public:
   // Takes the weights under `scope` (e.g. "encoder.layer.3"). kInt8 quantises the dense layers
-  // (Q/K/V, output, FFN) for the inference path; it needs frozen weights on the CPU.
+  // (Q/K/V, output, FFN) for the inference path (frozen weights on the CPU); kBf16 runs them and
+  // the attention GEMMs in bf16 (frozen weights).
   TransformerLayer(const TensorMap& weights, const std::string& scope, const ModelConfig& config,
                    Precision precision = Precision::kFp32);
 
@@ -31,9 +45,9 @@ class TransformerLayer {
   // Large batches run in groups so that the attention scores stay within a memory bound.
   at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid) const;
 
-  // The pieces around the attention pattern, for layers with their own pattern (ETC):
-  // the q, k, v projections of x [..., d], and the output projection + add & norm + FFN + add &
-  // norm of the attention context.
+  // The pieces around the attention pattern, for layers with their own pattern (ETC, cluster
+  // layers): the q, k, v projections of x [..., d] (in x's dtype whatever the precision), and the
+  // output projection + add & norm + FFN + add & norm of the attention context.
   at::Tensor Query(const at::Tensor& x) const;
   at::Tensor Key(const at::Tensor& x) const;
   at::Tensor Value(const at::Tensor& x) const;
@@ -44,12 +58,10 @@ class TransformerLayer {
   // Whether this call takes the inference path: frozen weights (qkv_w_ made) and autograd off.
   bool InferencePath() const;
   // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,
-  // the score scale inside the score GEMM, and activations updated in place.
+  // the score scale inside the score GEMM, activations updated in place, and the GEMMs in the
+  // layer's precision (the residual stream between layers stays fp32).
   at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
   at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context) const;
-  // x W^T + b, through `int8` when the layer is quantised.
-  static at::Tensor Dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                          const std::shared_ptr<const Int8Linear>& int8);
 
   int64_t num_heads_;
   double eps_;
@@ -58,8 +70,10 @@ class TransformerLayer {
   // [3d, d] and [3d]: q, k, v weights stacked; defined only when the weights are frozen (the
   // trainer's require grad and change every step, so a copy would go stale).
   at::Tensor qkv_w_, qkv_b_;
-  // Set for Precision::kInt8 only (shared: layers are copied into the encoders' vectors).
-  std::shared_ptr<const Int8Linear> qkv8_, o8_, i8_, f8_;
+  // The inference path's dense layers (defined with qkv_w_) and the dtype its attention GEMMs run
+  // in (bf16 for kBf16, else fp32).
+  InferenceDense qkv_, q_, k_, v_, o_, i_, f_;
+  at::ScalarType attention_dtype_ = at::kFloat;
 };
 
 // RoBERTa-style embeddings: word + position + token type (+ exact match), then LayerNorm. Models

@@ -586,22 +586,27 @@ TEST(ServerOptionsTest, UntrainedHeadsAreNamedInAWarningAtStart) {
   EXPECT_NE(plain.log().find("longqa-server: BLAS core "), std::string::npos) << plain.log();
 }
 
-TEST(ServerOptionsTest, Int8PrecisionServesThroughTheQuantisedLayers) {
-  // The same question at fp32 and int8: both answer; the int8 scores differ (it did run the
-  // quantised layers) but only by what quantisation costs (the answers' agreement on the shipped
+TEST(ServerOptionsTest, Int8AndBf16PrecisionsServeThroughTheirLayers) {
+  // The same question at fp32, int8 and bf16: all answer; the scores differ (each did run its
+  // own layers) but only by what the precision costs (the answers' agreement on the shipped
   // model's dev set: docs/perf/README.md).
   ServerProcess fp32({"--model_dir=" + ModelDir()});
-  ServerProcess int8({"--model_dir=" + ModelDir(), "--precision=int8"});
   ASSERT_TRUE(fp32.ok()) << fp32.log();
-  ASSERT_TRUE(int8.ok()) << int8.log();
-  v1::AnswerResponse a, b;
+  v1::AnswerResponse a;
   const auto request = Request("kalo ruso", Document(4, 30));
   ASSERT_TRUE(Call(*Stub(fp32.address()), request, &a).ok());
-  ASSERT_TRUE(Call(*Stub(int8.address()), request, &b).ok());
-  EXPECT_NE(a.no_answer_score(), b.no_answer_score());
-  EXPECT_NEAR(a.no_answer_score(), b.no_answer_score(), 0.1 * std::abs(a.no_answer_score()) + 0.1);
-  EXPECT_NEAR(a.best_answer_score(), b.best_answer_score(),
-              0.1 * std::abs(a.best_answer_score()) + 0.1);
+  for (const char* precision : {"int8", "bf16"}) {
+    SCOPED_TRACE(precision);
+    ServerProcess other({"--model_dir=" + ModelDir(), std::string("--precision=") + precision});
+    ASSERT_TRUE(other.ok()) << other.log();
+    v1::AnswerResponse b;
+    ASSERT_TRUE(Call(*Stub(other.address()), request, &b).ok());
+    EXPECT_NE(a.no_answer_score(), b.no_answer_score());
+    EXPECT_NEAR(a.no_answer_score(), b.no_answer_score(),
+                0.1 * std::abs(a.no_answer_score()) + 0.1);
+    EXPECT_NEAR(a.best_answer_score(), b.best_answer_score(),
+                0.1 * std::abs(a.best_answer_score()) + 0.1);
+  }
 }
 
 // The other attention families of the papers (neural clustering, clustered and improved clustered
@@ -639,7 +644,7 @@ TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
       << bad_batch.log();
   ServerProcess bad_precision({"--model_dir=" + ModelDir(), "--precision=fp8"});
   EXPECT_FALSE(bad_precision.ok());
-  EXPECT_NE(bad_precision.log().find("--precision must be fp32 or int8"), std::string::npos)
+  EXPECT_NE(bad_precision.log().find("--precision must be fp32, bf16 or int8"), std::string::npos)
       << bad_precision.log();
   ServerProcess no_model({"--model_dir=/nonexistent"});
   EXPECT_FALSE(no_model.ok());

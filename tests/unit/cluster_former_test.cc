@@ -17,6 +17,7 @@
 namespace longqa {
 namespace {
 
+using testing_support::RandomInput;
 using testing_support::SpreadWeights;
 using testing_support::TinyConfig;
 
@@ -111,17 +112,6 @@ RefState RefClusterFormer(const TensorMap& w, const ModelConfig& c, const Window
     ++cluster_layer;
   }
   return st;
-}
-
-WindowInput RandomInput(int64_t q, int64_t x, int64_t vocab, uint64_t seed) {
-  std::srand(static_cast<unsigned>(seed));
-  WindowInput in;
-  in.question.push_back(0);
-  for (int64_t i = 0; i < q - 2; ++i) in.question.push_back(5 + std::rand() % (vocab - 5));
-  in.question.push_back(2);
-  for (int64_t i = 0; i < x; ++i)
-    in.context.push_back(i % 17 == 0 ? 4 : 5 + std::rand() % (vocab - 5));
-  return in;
 }
 
 // Runs the encoder on a batch and checks every request's context rows and window CLS rows
@@ -233,7 +223,7 @@ TEST(ClusterFormerTest, Int8LayersStayCloseToFp32) {
   const double cosine = at::cosine_similarity(int8, fp32, 1).min().item<double>();
   std::printf("int8 against fp32: max |difference| %.3g (states up to %.3g), min cosine %.5f\n",
               diff, fp32.abs().max().item<double>(), cosine);
-  EXPECT_GT(diff, 0);  // it did run in int8
+  EXPECT_GT(diff, 0);                                       // it did run in int8
   EXPECT_LE(diff, 0.01 * fp32.abs().max().item<double>());  // measured 0.08%
   EXPECT_GE(cosine, 0.999);
 }

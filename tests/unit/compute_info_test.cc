@@ -13,7 +13,8 @@ TEST(ComputeInfoTest, WarnsWhenOpenBlasCoretypeForcesOlderKernelsOnAnAvx512Cpu) 
   EXPECT_NE(w.find("OPENBLAS_CORETYPE=Haswell"), std::string::npos) << w;
   EXPECT_NE(w.find("half speed"), std::string::npos) << w;
   EXPECT_NE(BlasCoreWarning("haswell", "Haswell", "avx512"), "");
-  EXPECT_NE(BlasCoreWarning("Prescott", "Prescott", "avx2"), "");  // SSE3 kernels on AVX2
+  EXPECT_NE(BlasCoreWarning("Haswell", "Haswell", "amx_bf16"), "");  // AMX CPUs have AVX-512
+  EXPECT_NE(BlasCoreWarning("Prescott", "Prescott", "avx2"), "");    // SSE3 kernels on AVX2
 }
 
 TEST(ComputeInfoTest, SaysNothingWhenTheKernelsMatchTheCpuOrNothingIsForced) {
@@ -21,6 +22,14 @@ TEST(ComputeInfoTest, SaysNothingWhenTheKernelsMatchTheCpuOrNothingIsForced) {
   EXPECT_EQ(BlasCoreWarning("Haswell", "Haswell", "avx2"), "");      // the CPU's best
   EXPECT_EQ(BlasCoreWarning("SkylakeX", "SkylakeX", "avx512"), "");  // AVX-512 kernels
   EXPECT_EQ(BlasCoreWarning("COOPERLAKE", "Cooperlake", "avx512_bf16"), "");
+}
+
+TEST(ComputeInfoTest, WarnsAboutBf16OnlyWhereTheCpuLacksBf16Instructions) {
+  EXPECT_EQ(Bf16Warning("amx_bf16"), "");
+  EXPECT_EQ(Bf16Warning("avx512_bf16"), "");
+  const std::string w = Bf16Warning("avx2");
+  EXPECT_NE(w.find("emulated"), std::string::npos) << w;
+  EXPECT_NE(Bf16Warning("avx512"), "");
 }
 
 TEST(ComputeInfoTest, DescribesThisProcess) {

@@ -13,8 +13,15 @@
 
 namespace longqa {
 
+// Where a reduced-precision path rounds (the inputs and outputs of its GEMMs, the softmax's
+// output), a reference can round too: Exact for fp32 paths, Bf16 (a round trip through bf16)
+// for Precision::kBf16. Everything else stays fp64.
+using Rounding = at::Tensor (*)(const at::Tensor&);
+inline at::Tensor Exact(const at::Tensor& x) { return x; }
+inline at::Tensor Bf16(const at::Tensor& x) { return x.to(at::kBFloat16).to(at::kDouble); }
+
 inline at::Tensor RefFinish(const TensorMap& w, const ModelConfig& c, int64_t layer,
-                            const at::Tensor& x, const at::Tensor& context);
+                            const at::Tensor& x, const at::Tensor& context, Rounding r = Exact);
 
 inline at::Tensor W(const TensorMap& w, const std::string& name) {
   return w.at(name).to(at::kDouble);
@@ -27,39 +34,40 @@ inline at::Tensor RefLayerNorm(const at::Tensor& x, const at::Tensor& g, const a
   return (x - mean) / (var + eps).sqrt() * g + b;
 }
 
-inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const at::Tensor& x) {
-  return at::matmul(x, W(w, name + ".weight").t()) + W(w, name + ".bias");
+inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const at::Tensor& x,
+                            Rounding r = Exact) {
+  return r(at::matmul(r(x), r(W(w, name + ".weight")).t()) + r(W(w, name + ".bias")));
 }
 
 // One post-LN layer on one unpadded sequence x [T, d].
 inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer,
-                           const at::Tensor& x) {
+                           const at::Tensor& x, Rounding r = Exact) {
   const std::string s = "encoder.layer." + std::to_string(layer);
-  const at::Tensor q = RefLinear(w, s + ".attention.self.query", x);
-  const at::Tensor k = RefLinear(w, s + ".attention.self.key", x);
-  const at::Tensor v = RefLinear(w, s + ".attention.self.value", x);
+  const at::Tensor q = RefLinear(w, s + ".attention.self.query", x, r);
+  const at::Tensor k = RefLinear(w, s + ".attention.self.key", x, r);
+  const at::Tensor v = RefLinear(w, s + ".attention.self.value", x, r);
   const int64_t dh = c.head_dim();
   std::vector<at::Tensor> per_head;
   for (int64_t h = 0; h < c.num_heads; ++h) {
     const at::Tensor scores =
-        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh));
+        r(at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh)));
     const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
-    per_head.push_back(at::matmul(e / e.sum(1, true), v.narrow(1, h * dh, dh)));
+    per_head.push_back(r(at::matmul(r(e / e.sum(1, true)), v.narrow(1, h * dh, dh))));
   }
-  return RefFinish(w, c, layer, x, at::cat(per_head, 1));
+  return RefFinish(w, c, layer, x, at::cat(per_head, 1), r);
 }
 
 // Output projection, add & norm, GELU FFN, add & norm of one layer, given the attention context.
 inline at::Tensor RefFinish(const TensorMap& w, const ModelConfig& c, int64_t layer,
-                            const at::Tensor& x, const at::Tensor& context) {
+                            const at::Tensor& x, const at::Tensor& context, Rounding r) {
   const std::string s = "encoder.layer." + std::to_string(layer);
-  const at::Tensor attn = RefLinear(w, s + ".attention.output.dense", context);
+  const at::Tensor attn = RefLinear(w, s + ".attention.output.dense", context, r);
   const at::Tensor h1 =
       RefLayerNorm(x + attn, W(w, s + ".attention.output.LayerNorm.weight"),
                    W(w, s + ".attention.output.LayerNorm.bias"), c.layer_norm_eps);
-  const at::Tensor inner = RefLinear(w, s + ".intermediate.dense", h1);
-  const at::Tensor gelu = 0.5 * inner * (1.0 + (inner / std::sqrt(2.0)).erf());
-  return RefLayerNorm(h1 + RefLinear(w, s + ".output.dense", gelu),
+  const at::Tensor inner = RefLinear(w, s + ".intermediate.dense", h1, r);
+  const at::Tensor gelu = r(0.5 * inner * (1.0 + (inner / std::sqrt(2.0)).erf()));
+  return RefLayerNorm(h1 + RefLinear(w, s + ".output.dense", gelu, r),
                       W(w, s + ".output.LayerNorm.weight"), W(w, s + ".output.LayerNorm.bias"),
                       c.layer_norm_eps);
 }

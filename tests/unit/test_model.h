@@ -5,11 +5,13 @@
 #include <ATen/ATen.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 
+#include "model/encoders/window_plan.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
 #include "model/tokenizers/sentencepiece_tokenizer.h"
@@ -35,6 +37,19 @@ inline TensorMap SpreadWeights(const ModelConfig& c, uint64_t seed) {
     }
   }
   return w;
+}
+
+// A window input of q question pieces (CLS ... SEP as ids 0 and 2) and x context pieces, a
+// paragraph token (4) every 17th.
+inline WindowInput RandomInput(int64_t q, int64_t x, int64_t vocab, uint64_t seed) {
+  std::srand(static_cast<unsigned>(seed));
+  WindowInput in;
+  in.question.push_back(0);
+  for (int64_t i = 0; i < q - 2; ++i) in.question.push_back(5 + std::rand() % (vocab - 5));
+  in.question.push_back(2);
+  for (int64_t i = 0; i < x; ++i)
+    in.context.push_back(i % 17 == 0 ? 4 : 5 + std::rand() % (vocab - 5));
+  return in;
 }
 
 // A sentencepiece model trained on words that the tests use (vocab at most 100).
