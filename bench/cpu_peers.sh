@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # longqa's encoder next to ONNX Runtime on the same windows, in one run (issue 22: figures are
 # ratios measured together on a noisy machine). longqa: longqa-encoder-bench's sliding-window and
-# Cluster-Former rows in fp32 and int8, and sliding-window on the layers' training path (the
+# Cluster-Former rows in fp32, int8 and bf16, and sliding-window on the layers' training path (the
 # before); ONNX Runtime: the same BERT-base dims on the same 276-token windows, fp32 after its
 # transformer optimizer and dynamic int8 (bench/peers/ort_bench.py). ONNX Runtime needs numpy 2,
 # Debian's torch numpy 1.x: the graph is exported from the test venv, run from .venv-peers (made
@@ -30,6 +30,8 @@ echo "== longqa"
   --max_tokens="$MAX" --models=sliding,cluster,unfused ${LONGQA_ARGS:-}
 "$BUILD/bench/longqa-encoder-bench" --threads="$THREADS" --min_tokens="$MIN" \
   --max_tokens="$MAX" --models=sliding,cluster --precision=int8 ${LONGQA_ARGS:-} | tail -n +4
+"$BUILD/bench/longqa-encoder-bench" --threads="$THREADS" --min_tokens="$MIN" \
+  --max_tokens="$MAX" --models=sliding,cluster --precision=bf16 ${LONGQA_ARGS:-} | tail -n +2
 echo "== peers (same windows)"
 "$PEERS/bin/python" "$ROOT/bench/peers/ort_bench.py" "$CACHE/bert.onnx" --tokens "$LENGTHS" \
   --threads "$THREADS"

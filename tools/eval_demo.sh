@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Scores trained model folders on a gold split through the real path: a longqa-server per model
 # and `longqa eval --group_by kind` (NQ long/short P/R/F1 per question kind).
-# Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS, and EVAL_FLAGS:
-# more `longqa eval` flags, e.g. --calibrate_null)
+# Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS, EVAL_FLAGS:
+# more `longqa eval` flags, e.g. --calibrate_null, and SERVER_FLAGS: more server flags, e.g.
+# --precision=bf16)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -12,7 +13,7 @@ for model in "$@"; do
   name="$(basename "$model")"
   log="$out/$name.server.log"
   "$BUILD/server/longqa-server" --model_dir="$model" --listen=127.0.0.1:0 --metrics_listen= \
-    --threads="${THREADS:-1}" --max_batch_tokens=32768 2>"$log" &
+    --threads="${THREADS:-1}" --max_batch_tokens=32768 ${SERVER_FLAGS:-} 2>"$log" &
   pid=$!
   port=""
   for _ in $(seq 1 600); do

@@ -32,6 +32,9 @@ struct InferenceDense {
 // A layer runs its sequences in groups whose attention scores hold at most this many elements
 // (B * heads * T * T floats: 128 MiB), so its memory does not grow with the window count.
 inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
+// Within a group, the inference path's attention runs chunks of sequence-heads whose scores hold
+// about this many elements (7 MiB in fp32: a few 276-token windows' heads), to stay in cache.
+inline constexpr int64_t kAttentionChunkScores = int64_t{2} << 20;
 
 class TransformerLayer {
  public:

@@ -85,6 +85,12 @@ TEST_P(DemoModelTest, AnswersTheSampleQuestions) {
   }
 }
 
+// A shipped model is trained: a config that still lists the importer's untrained heads would make
+// every server start warn that its answers mean nothing.
+TEST_P(DemoModelTest, ListsNoUntrainedHeads) {
+  EXPECT_TRUE(LoadDemo()->config().untrained_heads.empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Shipped, DemoModelTest, ::testing::Values("demo", "scratch_etc"));
 
 }  // namespace
