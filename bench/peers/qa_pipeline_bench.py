@@ -1,0 +1,133 @@
+"""longqa-server against transformers' question-answering pipeline on the same converted model,
+the same windows and the same documents (issue 22, part c). The model: all-MiniLM-L6-v2 under a
+random QA head (as tests/integration/test_squad_parity.py, which checks that both give the same
+best span), converted by tools/import_hf.py with windows of 256 context tokens and a stride of
+224; the pipeline gets max_seq_len = question + 3 + 256 and doc_stride = 32 (its overlap), so both
+run the same windows. Documents: runs of paragraphs of /usr/share/common-licenses of about
+--tokens MiniLM tokens. Each document is asked once of each, one at a time (no batching across
+documents), the server over its HTTP API. Prints one row per system: documents, context tokens,
+seconds, tokens/s, and how many best spans agree.
+
+Runs in the test venv (.venv). Usage:
+  qa_pipeline_bench.py [--build build] [--tokens 8192] [--documents 4] [--threads 2]
+"""
+import argparse
+import base64
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import torch
+from transformers import AutoTokenizer, BertForQuestionAnswering, pipeline
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MINILM = os.path.join(ROOT, "third_party", "minilm")
+LICENSES = "/usr/share/common-licenses"
+WINDOW, STRIDE, MAX_ANSWER = 256, 224, 15
+QUESTIONS = ["What may you do with the software?", "Who holds the copyright?",
+             "When does the license terminate?", "Which warranty is disclaimed?"]
+
+
+def documents(tokenizer, count, target):
+    pool = []
+    for name in sorted(os.listdir(LICENSES)):
+        path = os.path.join(LICENSES, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, encoding="utf-8") as f:
+                pool += [" ".join(p.split()) for p in f.read().split("\n\n") if len(p.split()) > 5]
+    rng, docs = random.Random(3), []
+    while len(docs) < count:
+        parts, tokens, i = [], 0, rng.randrange(len(pool))
+        while tokens < target:
+            parts.append(pool[i % len(pool)])
+            tokens += len(tokenizer(parts[-1], add_special_tokens=False)["input_ids"])
+            i += 1
+        docs.append(("\n\n".join(parts), QUESTIONS[len(docs) % len(QUESTIONS)], tokens))
+    return docs
+
+
+def start_server(build, model_dir, threads):
+    proc = subprocess.Popen([os.path.join(build, "server", "longqa-server"),
+                             f"--model_dir={model_dir}", "--listen=127.0.0.1:0",
+                             "--metrics_listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                             f"--threads={threads}"], stderr=subprocess.PIPE, text=True)
+    log = ""
+    for line in proc.stderr:
+        log += line
+        m = re.search(r"HTTP API on port (\d+)", line)
+        if m:
+            return proc, int(m.group(1))
+    raise SystemExit(f"server did not start:\n{log}")
+
+
+def ask(port, question, text):
+    body = json.dumps({"question": base64.b64encode(question.encode()).decode(),
+                       "document": {"text": base64.b64encode(text.encode()).decode()},
+                       "options": {"maxShortAnswerTokens": MAX_ANSWER, "nBest": 1,
+                                   "nullThreshold": -1e30}}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/answer", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as reply:
+        answer = json.loads(reply.read())
+    best = answer["shortAnswers"][0]
+    return int(best["byteBegin"]), int(best["byteEnd"])  # proto3 JSON: 64-bit ints as strings
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--tokens", type=int, default=8192)
+    parser.add_argument("--documents", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(5)
+    model = BertForQuestionAnswering.from_pretrained(MINILM).eval()
+    with torch.no_grad():
+        model.qa_outputs.weight.normal_(0.0, 0.1)
+        model.qa_outputs.bias.zero_()
+    tokenizer = AutoTokenizer.from_pretrained(MINILM)
+    docs = documents(tokenizer, args.documents, args.tokens)
+    tokens = sum(d[2] for d in docs)
+    with tempfile.TemporaryDirectory() as work:
+        model.save_pretrained(os.path.join(work, "hf"), safe_serialization=True)
+        tokenizer.save_pretrained(os.path.join(work, "hf"))
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "import_hf.py"),
+                        os.path.join(work, "hf"), os.path.join(work, "longqa"),
+                        f"--window_tokens={WINDOW}", f"--stride_tokens={STRIDE}"],
+                       check=True, capture_output=True)
+        qa = pipeline("question-answering", model=model, tokenizer=tokenizer, device=-1)
+        spans = []
+        qa(question=docs[0][1], context=docs[0][0][:2000])  # warm-up
+        start = time.perf_counter()
+        for text, question, _ in docs:
+            q = len(tokenizer(question, add_special_tokens=False)["input_ids"])
+            ref = qa(question=question, context=text, max_seq_len=q + 3 + WINDOW,
+                     doc_stride=WINDOW - STRIDE, max_answer_len=MAX_ANSWER)
+            spans.append((len(text[:ref["start"]].encode()), len(text[:ref["end"]].encode())))
+        pipeline_s = time.perf_counter() - start
+        proc, port = start_server(args.build, os.path.join(work, "longqa"), args.threads)
+        try:
+            ask(port, docs[0][1], docs[0][0][:2000])  # warm-up
+            start = time.perf_counter()
+            ours = [ask(port, question, text) for text, question, _ in docs]
+            server_s = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    same = sum(a == b for a, b in zip(ours, spans))
+    print(f"qa pipeline: MiniLM + random QA head, windows {WINDOW}/{STRIDE}, {len(docs)} documents "
+          f"of ~{args.tokens} tokens, {args.threads} threads", flush=True)
+    for name, s in (("transformers-pipeline", pipeline_s), ("longqa-server", server_s)):
+        print(f"{name:22} {len(docs):4d} {tokens:8d} {s:10.3f} {tokens / s:12.0f}  "
+              f"same best span {same}/{len(docs)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
