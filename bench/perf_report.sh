@@ -46,9 +46,9 @@ $("$PEERS/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 } > "$LOGS/machine.txt"
 cat "$LOGS/machine.txt"
 
+precisions="fp32 int8"  # bf16 where the CPU has bf16 instructions (without, oneDNN emulates it)
+grep -q 'avx512_bf16\|amx_bf16' /proc/cpuinfo && precisions+=" bf16"
 if has encoders; then
-  precisions="fp32 int8"
-  grep -q 'avx512_bf16\|amx_bf16' /proc/cpuinfo && precisions+=" bf16"
   : > "$LOGS/encoders.txt"
   for p in $precisions; do
     echo "== encoders $p" | tee -a "$LOGS/encoders.txt"
@@ -70,7 +70,8 @@ if has peers; then
 fi
 if has qa; then
   "$ROOT/.venv/bin/python" "$ROOT/bench/peers/qa_pipeline_bench.py" --build "$BUILD" \
-    --threads "$THREADS" 2>/dev/null | tee "$LOGS/qa.txt"
+    --threads "$THREADS" --precisions "$(echo "$precisions" | tr ' ' ,)" 2>/dev/null \
+    | tee "$LOGS/qa.txt"
 fi
 if has server; then
   CLIENTS="1 4 16 64" WORDS="300 1750" BATCHING="on off" \

@@ -77,8 +77,8 @@ def encoder_rows(logs):
 def qa_rows(logs):
     out = []
     for line in read(os.path.join(logs, "qa.txt")):
-        m = re.match(r"^(transformers-pipeline|longqa-server)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+"
-                     r"same best span (\d+)/(\d+)", line)
+        m = re.match(r"^(transformers-pipeline|longqa-server\S*)\s+(\d+)\s+(\d+)\s+([\d.]+)"
+                     r"\s+(\d+)\s+same best span (\d+)/(\d+)", line)
         if m:
             out.append({"system": m.group(1), "documents": int(m.group(2)),
                         "tokens": int(m.group(3)), "seconds": float(m.group(4)),
@@ -161,20 +161,25 @@ def plots(out, encoders, server, memory):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = {}
+    series, systems = {}, []
     for r in encoders:
-        series.setdefault(f"{r['system']} {r['precision']}", []).append(r)
+        series.setdefault((r["system"], r["precision"]), []).append(r)
+        systems += [r["system"]] if r["system"] not in systems else []
+    # One colour a system, one line style a precision; peers (not longqa) drawn with squares.
+    colour = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(systems)}
+    style = {"fp32": "-", "int8": "-.", "bf16": ":"}
     for name, key, ylabel, logy in (("encoders_tokens_per_s", "tokens_per_s", "context tokens/s",
                                      True),
                                     ("encoders_latency", "seconds", "seconds a document", True),
                                     ("encoders_of_gemm", "of_gemm",
                                      "FLOP/s over the run's GEMM", False)):
         fig, ax = plt.subplots(figsize=(9, 5.5))
-        for label, points in series.items():
+        for (system, precision), points in series.items():
             points = sorted(points, key=lambda r: r["tokens"])
-            style = "-" if label.startswith(("sliding", "cluster", "etc")) else "--"
-            ax.plot([p["tokens"] for p in points], [p[key] for p in points], style, marker="o",
-                    markersize=3, label=label)
+            longqa = system.startswith(("sliding", "cluster", "etc"))
+            ax.plot([p["tokens"] for p in points], [p[key] for p in points], style[precision],
+                    color=colour[system], marker="o" if longqa else "s", markersize=3,
+                    label=f"{system} {precision}" + ("" if longqa else " (peer)"))
         ax.set_xscale("log", base=2)
         if logy:
             ax.set_yscale("log")

@@ -6,10 +6,12 @@ best span), converted by tools/import_hf.py with windows of 256 context tokens a
 run the same windows. Documents: runs of paragraphs of /usr/share/common-licenses of about
 --tokens MiniLM tokens. Each document is asked once of each, one at a time (no batching across
 documents), the server over its HTTP API. Prints one row per system: documents, context tokens,
-seconds, tokens/s, and how many best spans agree.
+seconds, tokens/s, and how many best spans agree with the pipeline's; one server row for each of
+--precisions (fp32,bf16: the bf16 server against the same fp32 pipeline).
 
 Runs in the test venv (.venv). Usage:
   qa_pipeline_bench.py [--build build] [--tokens 8192] [--documents 4] [--threads 2]
+                       [--precisions fp32,bf16]
 """
 import argparse
 import base64
@@ -52,11 +54,12 @@ def documents(tokenizer, count, target):
     return docs
 
 
-def start_server(build, model_dir, threads):
+def start_server(build, model_dir, threads, precision):
     proc = subprocess.Popen([os.path.join(build, "server", "longqa-server"),
                              f"--model_dir={model_dir}", "--listen=127.0.0.1:0",
                              "--metrics_listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
-                             f"--threads={threads}"], stderr=subprocess.PIPE, text=True)
+                             f"--threads={threads}", f"--precision={precision}"],
+                            stderr=subprocess.PIPE, text=True)
     log = ""
     for line in proc.stderr:
         log += line
@@ -85,6 +88,7 @@ def main():
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--documents", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precisions", default="fp32", help="the server's, comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(5)
@@ -112,21 +116,25 @@ def main():
                      doc_stride=WINDOW - STRIDE, max_answer_len=MAX_ANSWER)
             spans.append((len(text[:ref["start"]].encode()), len(text[:ref["end"]].encode())))
         pipeline_s = time.perf_counter() - start
-        proc, port = start_server(args.build, os.path.join(work, "longqa"), args.threads)
-        try:
-            ask(port, docs[0][1], docs[0][0][:2000])  # warm-up
-            start = time.perf_counter()
-            ours = [ask(port, question, text) for text, question, _ in docs]
-            server_s = time.perf_counter() - start
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-    same = sum(a == b for a, b in zip(ours, spans))
-    print(f"qa pipeline: MiniLM + random QA head, windows {WINDOW}/{STRIDE}, {len(docs)} documents "
-          f"of ~{args.tokens} tokens, {args.threads} threads", flush=True)
-    for name, s in (("transformers-pipeline", pipeline_s), ("longqa-server", server_s)):
-        print(f"{name:22} {len(docs):4d} {tokens:8d} {s:10.3f} {tokens / s:12.0f}  "
-              f"same best span {same}/{len(docs)}", flush=True)
+        print(f"qa pipeline: MiniLM + random QA head, windows {WINDOW}/{STRIDE}, {len(docs)} "
+              f"documents of ~{args.tokens} tokens, {args.threads} threads", flush=True)
+        print(f"{'transformers-pipeline':22} {len(docs):4d} {tokens:8d} {pipeline_s:10.3f} "
+              f"{tokens / pipeline_s:12.0f}  same best span {len(docs)}/{len(docs)}", flush=True)
+        for precision in args.precisions.split(","):
+            proc, port = start_server(args.build, os.path.join(work, "longqa"), args.threads,
+                                      precision)
+            try:
+                ask(port, docs[0][1], docs[0][0][:2000])  # warm-up
+                start = time.perf_counter()
+                ours = [ask(port, question, text) for text, question, _ in docs]
+                s = time.perf_counter() - start
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+            same = sum(a == b for a, b in zip(ours, spans))
+            name = "longqa-server" + ("" if precision == "fp32" else "-" + precision)
+            print(f"{name:22} {len(docs):4d} {tokens:8d} {s:10.3f} {tokens / s:12.0f}  "
+                  f"same best span {same}/{len(docs)}", flush=True)
 
 
 if __name__ == "__main__":
