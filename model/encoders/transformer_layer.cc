@@ -81,6 +81,7 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   k_ = qkv.Rows(d, d);
   v_ = qkv.Rows(2 * d, d);
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
+  row_blocks_ = precision != Precision::kInt8 && q_w_.device().is_cpu();
 }
 
 bool TransformerLayer::InferencePath() const {
@@ -91,7 +92,10 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
   const int64_t per_sequence = std::max<int64_t>(1, num_heads_ * t * t);
-  const int64_t group = std::max<int64_t>(1, kLayerScoreBudget / per_sequence);
+  int64_t group = std::max<int64_t>(1, kLayerScoreBudget / per_sequence);
+  if (row_blocks_ && InferencePath()) {
+    group = std::min(group, std::max<int64_t>(1, kInferenceChunkRows / std::max<int64_t>(1, t)));
+  }
   if (b <= group) return ForwardGroup(x, valid);
   std::vector<at::Tensor> outs;
   for (int64_t begin = 0; begin < b; begin += group) {
@@ -154,6 +158,21 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
 }
 
 at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context) const {
+  const int64_t d = x.size(-1);
+  const int64_t rows = x.numel() / std::max<int64_t>(1, d);
+  if (!row_blocks_ || rows <= kInferenceChunkRows) return FinishRows(x, context);
+  const at::Tensor x_rows = x.reshape({rows, d});
+  const at::Tensor context_rows = context.reshape({rows, d});
+  at::Tensor out = at::empty_like(x_rows);
+  for (int64_t begin = 0; begin < rows; begin += kInferenceChunkRows) {
+    const int64_t n = std::min(kInferenceChunkRows, rows - begin);
+    out.narrow(0, begin, n)
+        .copy_(FinishRows(x_rows.narrow(0, begin, n), context_rows.narrow(0, begin, n)));
+  }
+  return out.view(x.sizes());
+}
+
+at::Tensor TransformerLayer::FinishRows(const at::Tensor& x, const at::Tensor& context) const {
   const int64_t d = x.size(-1);
   // .to(x's dtype) is a no-op in fp32 and int8; in bf16 it brings the GEMM's output back to the
   // fp32 residual stream.

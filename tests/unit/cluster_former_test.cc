@@ -205,6 +205,25 @@ TEST(ClusterFormerTest, TrainingPathComputesWhatTheInferencePathDoes) {
   EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
 }
 
+// A long document: the inference path then runs each layer in blocks of whole windows and its
+// Finish in blocks of rows (kInferenceChunkRows, to keep GEMM outputs in cache); the blocks must
+// join into the same function as the autograd path's single pass.
+TEST(ClusterFormerTest, InferencePathInRowBlocksComputesWhatOnePassDoes) {
+  // S: Forward in blocks of windows; C: Forward over sorted chunks; K: Finish in row blocks.
+  const ModelConfig c = TinyConfig("SCK", 16, 12, 4);
+  const TensorMap frozen = SpreadWeights(c, 26);
+  TensorMap trainable;
+  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  const WindowPlan plan = PlanWindows({RandomInput(5, 2000, 120, 27), RandomInput(9, 40, 120, 28)},
+                                      c.window_tokens, c.stride_tokens, c.special.pad);
+  ASSERT_GT(plan.num_windows * plan.window_len, 2 * kInferenceChunkRows);  // S layers: 3+ blocks
+  ASSERT_GT(plan.num_rows, kInferenceChunkRows);                           // K layer's Finish
+  const at::Tensor trained = ClusterFormerEncoder(c, trainable).Forward(plan, at::kCPU);
+  at::InferenceMode guard;
+  const at::Tensor inferred = ClusterFormerEncoder(c, frozen).Forward(plan, at::kCPU);
+  EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
+}
+
 // Precision::kInt8 quantises every layer's dense parts (Int8Linear, tested exactly against its
 // definition in int8_linear_test.cc); the encoder's states stay near fp32's. Initialised weights
 // (std 0.02, as a checkpoint's are, not the spread ones above: one int8 scale per matrix cannot
