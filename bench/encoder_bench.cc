@@ -91,6 +91,7 @@ std::set<std::string> Split(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   int64_t min_tokens = 1024;
   int64_t max_tokens = 32768;
   int threads = static_cast<int>(std::thread::hardware_concurrency());

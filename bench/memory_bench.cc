@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "model/compute_info.h"
 #include "model/engine.h"
 
 namespace {
@@ -36,6 +37,7 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
+  longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   const std::string model_dir = Flag(argc, argv, "model_dir", "");
   const std::string text_file = Flag(argc, argv, "text", "");
   const int64_t bytes = std::stoll(Flag(argc, argv, "bytes", "100000"));

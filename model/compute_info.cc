@@ -34,7 +34,9 @@ bool HasAmxBf16() {
   return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
 }
 
-std::string BestIsa() {
+}  // namespace
+
+std::string CpuIsa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512bf16")) return HasAmxBf16() ? "amx_bf16" : "avx512_bf16";
   if (__builtin_cpu_supports("avx512f")) return "avx512";
@@ -43,7 +45,9 @@ std::string BestIsa() {
   return "baseline";
 }
 
-}  // namespace
+void PreferAvx512Kernels(const std::string& isa) {
+  if (isa == "amx_bf16" || isa == "avx512_bf16") setenv("ATEN_CPU_CAPABILITY", "avx512", 0);
+}
 
 std::string BlasCoreWarning(const std::string& coretype, const std::string& core,
                             const std::string& isa) {
@@ -80,9 +84,11 @@ std::string Bf16Warning(const std::string& isa) {
 ComputeInfo DescribeCompute() {
   ComputeInfo info;
   info.blas_core = OpenBlasCore();
-  info.isa = BestIsa();
+  info.isa = CpuIsa();
   info.threads = at::get_num_threads();
   info.onednn = at::hasMKLDNN();
+  const char* kernels = std::getenv("ATEN_CPU_CAPABILITY");
+  info.aten_kernels = kernels != nullptr && *kernels != '\0' ? kernels : "default";
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   info.warning = BlasCoreWarning(coretype != nullptr ? coretype : "", info.blas_core, info.isa);
   return info;
@@ -90,7 +96,7 @@ ComputeInfo DescribeCompute() {
 
 std::string ComputeInfoLine(const ComputeInfo& info) {
   return "BLAS core " + info.blas_core + ", CPU " + info.isa + ", " + std::to_string(info.threads) +
-         " threads, oneDNN " + (info.onednn ? "yes" : "no");
+         " threads, oneDNN " + (info.onednn ? "yes" : "no") + ", ATen kernels " + info.aten_kernels;
 }
 
 }  // namespace longqa

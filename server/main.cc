@@ -9,10 +9,12 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "base/version.h"
+#include "model/compute_info.h"
 #include "server/options.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
+  longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   absl::SetProgramUsageMessage(
       "longqa-server: answers questions about long documents over gRPC.\n"
       "Usage: longqa-server --model_dir=DIR [--listen=HOST:PORT] [--metrics_listen=HOST:PORT] "

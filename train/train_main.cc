@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
+#include "model/compute_info.h"
 #include "train/trainer.h"
 
 ABSL_FLAG(std::string, init_model, "", "Model folder to start from when --out has no checkpoint");
@@ -85,6 +86,7 @@ int Main() {
 }  // namespace longqa
 
 int main(int argc, char** argv) {
+  longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   absl::SetProgramUsageMessage(
       "Trains a longqa model: longqa-train --init_model DIR --out DIR --stages a.jsonl,b.jsonl");
   absl::ParseCommandLine(argc, argv);

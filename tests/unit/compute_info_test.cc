@@ -5,6 +5,8 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace longqa {
 namespace {
 
@@ -42,6 +44,22 @@ TEST(ComputeInfoTest, DescribesThisProcess) {
   EXPECT_NE(line.find("BLAS core " + info.blas_core), std::string::npos) << line;
   EXPECT_NE(line.find("2 threads"), std::string::npos) << line;
   std::cerr << line << "\n";
+}
+
+TEST(ComputeInfoTest, AsksForAvx512KernelsOnlyOnCpusWithBf16AndNeverOverridesTheUser) {
+  unsetenv("ATEN_CPU_CAPABILITY");
+  PreferAvx512Kernels("avx512");  // AVX-512 without bf16 (Skylake-X): it down-clocks, left alone
+  EXPECT_EQ(std::getenv("ATEN_CPU_CAPABILITY"), nullptr);
+  PreferAvx512Kernels("avx2");
+  EXPECT_EQ(std::getenv("ATEN_CPU_CAPABILITY"), nullptr);
+  EXPECT_NE(ComputeInfoLine(DescribeCompute()).find("ATen kernels default"), std::string::npos);
+  PreferAvx512Kernels("amx_bf16");
+  EXPECT_STREQ(std::getenv("ATEN_CPU_CAPABILITY"), "avx512");
+  EXPECT_NE(ComputeInfoLine(DescribeCompute()).find("ATen kernels avx512"), std::string::npos);
+  setenv("ATEN_CPU_CAPABILITY", "default", 1);  // the user's choice stays
+  PreferAvx512Kernels("avx512_bf16");
+  EXPECT_STREQ(std::getenv("ATEN_CPU_CAPABILITY"), "default");
+  unsetenv("ATEN_CPU_CAPABILITY");
 }
 
 }  // namespace
