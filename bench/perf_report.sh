@@ -47,7 +47,11 @@ $("$PEERS/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 cat "$LOGS/machine.txt"
 
 precisions="fp32 int8"  # bf16 where the CPU has bf16 instructions (without, oneDNN emulates it)
-grep -q 'avx512_bf16\|amx_bf16' /proc/cpuinfo && precisions+=" bf16"
+if grep -q 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
+  precisions+=" bf16"
+  # The LibTorch kernels longqa picks there (model/compute_info.h), for the Python peers too.
+  export ATEN_CPU_CAPABILITY="${ATEN_CPU_CAPABILITY:-avx512}"
+fi
 if has encoders; then
   : > "$LOGS/encoders.txt"
   for p in $precisions; do

@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "model/decode_squad.h"
 #include "model/encoders/int8_linear.h"
+#include "model/encoders/transformer_layer.h"
 #include "model/format/model_folder.h"
 #include "model/memory_estimate.h"
 
@@ -85,6 +86,7 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
   model_ = std::make_unique<QaModel>(config_, weights_, precision);
+  row_blocks_ = RunsInRowBlocks(precision, device);
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,
@@ -212,7 +214,7 @@ int64_t Engine::ActivationBytes(const PreparedRequest& prepared) const {
   shape.question_tokens = static_cast<int64_t>(prepared.question_ids.size());
   shape.document_tokens = static_cast<int64_t>(prepared.document.ids.size());
   shape.paragraphs = static_cast<int64_t>(prepared.document.paragraph_bytes.size());
-  return EstimateActivationBytes(config_, shape);
+  return EstimateActivationBytes(config_, shape, row_blocks_);
 }
 
 absl::StatusOr<QaAnswer> Engine::Answer(QaRequest request) const {

@@ -101,6 +101,7 @@ class Engine {
   at::Device device_;
   TensorMap weights_;  // on device_
   std::unique_ptr<QaModel> model_;
+  bool row_blocks_ = false;  // the layers' inference path runs in row blocks (memory estimate)
 };
 
 }  // namespace longqa

@@ -18,7 +18,10 @@ struct RequestShape {
   int64_t paragraphs = 0;
 };
 
-// Bytes.
-int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape);
+// Bytes. `row_blocks`: the layers run their inference path in row blocks (RunsInRowBlocks in
+// model/encoders/transformer_layer.h: fp32 and bf16 on the CPU), which bounds the FFN's tensors
+// and a sliding-window layer's groups by kInferenceChunkRows.
+int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape,
+                                bool row_blocks);
 
 }  // namespace longqa

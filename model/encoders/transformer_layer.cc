@@ -81,7 +81,7 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   k_ = qkv.Rows(d, d);
   v_ = qkv.Rows(2 * d, d);
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
-  row_blocks_ = precision != Precision::kInt8 && q_w_.device().is_cpu();
+  row_blocks_ = RunsInRowBlocks(precision, q_w_.device());
 }
 
 bool TransformerLayer::InferencePath() const {

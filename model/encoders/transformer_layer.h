@@ -42,6 +42,10 @@ inline constexpr int64_t kAttentionChunkScores = int64_t{2} << 20;
 // layers, 3,850-4,300 with blocks of 1,104-2,208 rows (fp32: within noise). int8 keeps whole
 // calls: its activation ranges are per call, and its answers were measured that way.
 inline constexpr int64_t kInferenceChunkRows = 1536;
+// Whether layers of this precision on this device run their inference path in those row blocks.
+inline bool RunsInRowBlocks(Precision precision, const at::Device& device) {
+  return precision != Precision::kInt8 && device.is_cpu();
+}
 
 class TransformerLayer {
  public:

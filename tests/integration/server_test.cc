@@ -232,12 +232,17 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
   v1::AnswerRequest bad_options = Request("q", "text");
   bad_options.mutable_options()->set_n_best(21);
   EXPECT_EQ(Call(*stub, bad_options, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  // A deadline that runs out while the request waits behind a long one.
+  // A deadline that runs out while the request waits behind a long one. The long one must be in
+  // flight first: a fixed 100 ms sleep was not always enough on a busy machine, and then the
+  // short request ran alone and was answered within its 1 ms.
   std::thread busy([&] {
     v1::AnswerResponse big;
-    Call(*stub, Request("kalo", Document(60, 120)), &big);
+    EXPECT_TRUE(Call(*stub, Request("kalo", Document(100, 120)), &big).ok());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0;
+       i < 2000 && Sample(Scrape(server_->metrics_port()), "longqa_inflight_requests") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   EXPECT_EQ(Call(*stub, Request("q", Document(3, 10)), &r, 1).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   busy.join();
@@ -810,7 +815,7 @@ TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWai
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   grpc::Status status;
-  const v1::AnswerRequest big = Request("kalo", Document(800, 120));
+  const v1::AnswerRequest big = Request("kalo", Document(1600, 120));
   const double big_solo = time_call(big, 120000, &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_GT(big_solo, 1.0);  // long enough for the comparison below to mean something
