@@ -264,14 +264,21 @@ TEST_F(ServerTest, BadRequestsGetTheirStatusAndTheServerKeepsServing) {
 TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
   // An idle engine starts a request at once, so the two requests under test wait in the queue
   // behind a long one (several seconds on the test model) while one expires and one is cancelled.
-  ServerProcess server({"--model_dir=" + ModelDir()});
+  ServerProcess server(WithBigDocuments({"--model_dir=" + ModelDir()}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
   std::thread busy([&] {
     v1::AnswerResponse big;
-    EXPECT_TRUE(Call(*stub, Request("kalo", Document(400, 120)), &big, 120000).ok());
+    EXPECT_TRUE(Call(*stub, Request("kalo", Document(1000, 120)), &big, 120000).ok());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the long request is running
+  // Wait until the long request's batch has started (the batch histogram counts a batch when it
+  // starts): a fixed sleep raced under load, and the short ones, arriving first, ran at once.
+  for (int i = 0;
+       i < 3000 && Sample(Scrape(server.metrics_port()), "longqa_batch_size_requests_count") < 1;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(Sample(Scrape(server.metrics_port()), "longqa_batch_size_requests_count"), 1);
   v1::AnswerResponse r;
   grpc::ClientContext cancelled;
   v1::AnswerResponse cr;
