@@ -57,6 +57,21 @@ at::Tensor StableCountingSort(const at::Tensor& keys, const at::Tensor& seg_offs
 // is -1). qa [rows, heads, L], labels [period, slots] int64 in [-1, L) → [rows, heads, slots].
 at::Tensor RelativeLabelGather(const at::Tensor& qa, const at::Tensor& labels);
 
+// ETC's relative-label term, in place (etc_score_bias.h): scores[h, r, c] += qa[h, r, label] with
+// label = labels[(row0 + r) % P, c]; -1e30 where the label is -1 or slot_rows (optional, flat
+// [*, C]) is negative at [(row0 + r) / P, c]. scores [H, R, C] (last dim contiguous; a column slice
+// of a wider buffer is fine), qa [H, R, L], labels [P, C] int64 in [-1, L).
+void EtcLabelBias(const at::Tensor& scores, const at::Tensor& qa, const at::Tensor& labels,
+                  int64_t row0, const at::Tensor& slot_rows);
+
+// ETC's "part of" term, in place: scores[h, r, c] += qa[h, r, part_of] when
+// lo[r] <= col0 + c < hi[r], else qa[h, r, not_part_of]; with mask_outside, -1e30 outside that
+// range for rows with lo[r] >= 0. scores [H, R, C] (last dim contiguous), qa [H, R, L],
+// lo and hi [R] int64.
+void EtcMembershipBias(const at::Tensor& scores, const at::Tensor& qa, int64_t part_of,
+                       int64_t not_part_of, const at::Tensor& lo, const at::Tensor& hi,
+                       int64_t col0, bool mask_outside);
+
 // The inverse of a permutation: inv[perm[k]] = k.
 at::Tensor InvertPermutation(const at::Tensor& perm);
 

@@ -45,6 +45,18 @@ const char* RelativeLabelGather(DType dtype, const void* qa, int64_t rows, int64
                                 int64_t num_labels, const int64_t* labels, int64_t period,
                                 int64_t slots, void* out, void* stream);
 
+// scores [heads, rows, cols] with strides (head_stride, row_stride, 1); qa [heads, rows, L].
+const char* EtcLabelBias(DType dtype, void* scores, int64_t heads, int64_t rows, int64_t cols,
+                         int64_t head_stride, int64_t row_stride, const void* qa,
+                         int64_t num_labels, const int64_t* labels, int64_t period, int64_t row0,
+                         const int64_t* slot_rows, void* stream);
+
+const char* EtcMembershipBias(DType dtype, void* scores, int64_t heads, int64_t rows, int64_t cols,
+                              int64_t head_stride, int64_t row_stride, const void* qa,
+                              int64_t num_labels, int64_t part_of, int64_t not_part_of,
+                              const int64_t* lo, const int64_t* hi, int64_t col0, bool mask_outside,
+                              void* stream);
+
 // The current CUDA stream of LibTorch for the tensor's device (defined in stream.cc, CUDA builds).
 void* CurrentStream(int device_index);
 

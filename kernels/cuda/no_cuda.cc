@@ -40,6 +40,15 @@ const char* RelativeLabelGather(DType, const void*, int64_t, int64_t, int64_t, c
                                 int64_t, int64_t, void*, void*) {
   return kNoCuda;
 }
+const char* EtcLabelBias(DType, void*, int64_t, int64_t, int64_t, int64_t, int64_t, const void*,
+                         int64_t, const int64_t*, int64_t, int64_t, const int64_t*, void*) {
+  return kNoCuda;
+}
+const char* EtcMembershipBias(DType, void*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                              const void*, int64_t, int64_t, int64_t, const int64_t*,
+                              const int64_t*, int64_t, bool, void*) {
+  return kNoCuda;
+}
 void* CurrentStream(int) { return nullptr; }
 
 }  // namespace longqa::kernels::cuda

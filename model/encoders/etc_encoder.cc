@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "model/encoders/trainable_ops.h"
 
 namespace longqa {
@@ -18,6 +19,11 @@ struct EtcEncoder::RequestTables {
   at::Tensor g2g_labels;      // [n_g, n_g]
   at::Tensor global_segment;  // [n_g]: segment of a segment token, -1 for CLS and question
   at::Tensor long_segment;    // [num_blocks * block]: segment of a long token, -2 for padding
+  // The inference path's membership ranges: a long row's own global row [lo, lo + 1) (its
+  // segment token; -1 for padding), a global row's own long rows [lo, hi) (-1 for CLS and
+  // question tokens).
+  at::Tensor long_own_lo, long_own_hi;      // [num_blocks * block]
+  at::Tensor global_own_lo, global_own_hi;  // [n_g]
 };
 
 EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int64_t score_budget,
@@ -49,6 +55,83 @@ namespace {
 
 at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
   return at::tensor(v, at::kLong).to(device);
+}
+
+// Membership ranges of one request (RequestTables): segments are contiguous runs of long tokens
+// (MakeEtcInput), so a segment token's own long tokens are one range.
+void MembershipRanges(const EtcInput& in, int64_t n_pad, std::vector<int64_t>* long_lo,
+                      std::vector<int64_t>* long_hi, std::vector<int64_t>* global_lo,
+                      std::vector<int64_t>* global_hi) {
+  const int64_t n_g = static_cast<int64_t>(in.global_segment.size());
+  const int64_t n_l = static_cast<int64_t>(in.long_segment.size());
+  int64_t segments = 0;
+  for (int64_t s : in.global_segment) segments = std::max(segments, s + 1);
+  for (int64_t s : in.long_segment) segments = std::max(segments, s + 1);
+  std::vector<int64_t> token_of(segments, -1), first(segments, -1), last(segments, -1),
+      count(segments, 0);
+  for (int64_t j = 0; j < n_g; ++j) {
+    if (in.global_segment[j] >= 0) token_of[in.global_segment[j]] = j;
+  }
+  long_lo->assign(n_pad, -1);
+  long_hi->assign(n_pad, -1);
+  for (int64_t l = 0; l < n_l; ++l) {
+    const int64_t s = in.long_segment[l];
+    if (s < 0) continue;
+    if (first[s] < 0) first[s] = l;
+    last[s] = l;
+    ++count[s];
+    if (token_of[s] >= 0) {
+      (*long_lo)[l] = token_of[s];
+      (*long_hi)[l] = token_of[s] + 1;
+    }
+  }
+  global_lo->assign(n_g, -1);
+  global_hi->assign(n_g, -1);
+  for (int64_t j = 0; j < n_g; ++j) {
+    const int64_t s = in.global_segment[j];
+    if (s < 0) continue;
+    TORCH_CHECK(count[s] == 0 || last[s] - first[s] + 1 == count[s], "ETC input: segment ", s,
+                "'s long tokens are not one contiguous run");
+    (*global_lo)[j] = count[s] > 0 ? first[s] : 0;  // an empty segment: an empty range
+    (*global_hi)[j] = count[s] > 0 ? last[s] + 1 : 0;
+  }
+}
+
+// Long keys or values [n_l, h * dh] as head-major rows in a buffer that blocked attention can
+// view as overlapping [3 * block, dh] windows: `block` zero rows, then each head's n_pad rows
+// (rows past n_l zero), then `block` zero rows. Window (head, i) starts at row
+// block + head * n_pad + (i - 1) * block; its slots past a head's ends read zeros or the
+// neighbouring head's rows, which the slot table masks.
+at::Tensor PaddedHeadMajor(const at::Tensor& x, int64_t h, int64_t n_pad, int64_t block,
+                           double scale = 1.0) {
+  const int64_t n = x.size(0), dh = x.size(1) / h;
+  at::Tensor buffer = at::empty({h * n_pad + 2 * block, dh}, x.options());
+  buffer.narrow(0, 0, block).zero_();
+  buffer.narrow(0, block + h * n_pad, block).zero_();
+  const at::Tensor heads = buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh});
+  heads.narrow(1, n, n_pad - n).zero_();
+  const at::Tensor src = x.view({n, h, dh}).permute({1, 0, 2});
+  at::Tensor rows = heads.narrow(1, 0, n);
+  if (scale == 1.0) {
+    rows.copy_(src);
+  } else {
+    at::mul_out(rows, src, scale);
+  }
+  return buffer;
+}
+
+// x [n, h * dh] as head-major [h, n, dh], contiguous, times `scale`.
+at::Tensor HeadMajor(const at::Tensor& x, int64_t h, double scale = 1.0) {
+  return PaddedHeadMajor(x, h, x.size(0), 0, scale).view({h, x.size(0), x.size(1) / h});
+}
+
+// The overlapping windows of blocks [b0, b0 + blocks) of one head: [blocks, 3 * block, dh].
+at::Tensor BlockWindows(const at::Tensor& buffer, int64_t head, int64_t n_pad, int64_t block,
+                        int64_t b0, int64_t blocks) {
+  const int64_t dh = buffer.size(1);
+  return buffer.as_strided(
+      {blocks, 3 * block, dh}, {block * dh, dh, 1},
+      buffer.storage_offset() + (block + head * n_pad + (b0 - 1) * block) * dh);
 }
 
 }  // namespace
@@ -143,6 +226,90 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
   return {at::cat(g_context), at::cat(l_context).narrow(0, 0, t.n_l)};
 }
 
+std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
+    const Layer& layer, const at::Tensor& qg, const at::Tensor& kg, const at::Tensor& vg,
+    const at::Tensor& ql, const at::Tensor& kl, const at::Tensor& vl, const RequestTables& t,
+    const StopCheck& stop) const {
+  const int64_t h = config_.num_heads, dh = config_.head_dim(), d = config_.hidden_size;
+  const int64_t labels = EtcNumLabels(config_);
+  const int64_t part_of = EtcPartOfLabel(config_), not_part_of = EtcNotPartOfLabel(config_);
+  const int64_t n_g = t.n_g, n_l = t.n_l, b = t.block, nb = t.num_blocks, n_pad = nb * b;
+  const int64_t budget = std::min(score_budget_, kEtcInferenceChunkScores);
+  // Queries carry the 1/sqrt(dh) scale, so every score term computed from them (q·k and the
+  // label scores q·a_K) is scaled once.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const at::Tensor rel = layer.relative_key.view({labels, h, dh}).permute({1, 2, 0});  // [h,dh,L]
+  const at::Tensor qg_h = HeadMajor(qg, h, scale);                                     // [h,ng,dh]
+  const at::Tensor kg_h = HeadMajor(kg, h), vg_h = HeadMajor(vg, h);
+  const at::Tensor kl_buffer = PaddedHeadMajor(kl, h, n_pad, b);
+  const at::Tensor vl_buffer = PaddedHeadMajor(vl, h, n_pad, b);
+  auto long_heads = [&](const at::Tensor& buffer) {  // [h, n_l, dh]
+    return buffer.narrow(0, b, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l);
+  };
+
+  // Global queries: g2g keys first, then the long keys a chunk at a time with a running
+  // maximum, normaliser and weighted sum (online softmax): exact, and nothing [n_g, n_l] held.
+  const at::Tensor qa_g = at::bmm(qg_h, rel);  // [h, n_g, L]
+  at::Tensor scores = at::bmm(qg_h, kg_h.transpose(1, 2));
+  kernels::EtcLabelBias(scores, qa_g, t.g2g_labels, 0, at::Tensor());
+  at::Tensor top = std::get<0>(scores.max(-1, /*keepdim=*/true));  // [h, n_g, 1]
+  scores.sub_(top).exp_();
+  at::Tensor total = scores.sum(-1, /*keepdim=*/true);
+  at::Tensor g_acc = at::bmm(scores, vg_h);  // [h, n_g, dh]
+  const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
+  const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
+  for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
+    StopIfAsked(stop);
+    const int64_t keys = std::min(key_chunk, n_l - c0);
+    const at::Tensor kc = k_long.narrow(1, c0, keys), vc = v_long.narrow(1, c0, keys);
+    at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
+    kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi, c0,
+                               config_.etc.hard_g2l_mask);
+    const at::Tensor new_top = at::maximum(top, std::get<0>(s.max(-1, /*keepdim=*/true)));
+    const at::Tensor rescale = (top - new_top).exp_();
+    s.sub_(new_top).exp_();
+    total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true));
+    g_acc.mul_(rescale).baddbmm_(s, vc);
+    top = new_top;
+  }
+  const at::Tensor g_context = g_acc.div_(total).permute({1, 0, 2}).reshape({n_g, d});
+
+  // Long queries, a chunk of blocks at a time: scores [h, rows, n_g + 3b], the global keys'
+  // columns first, then the block's three neighbouring blocks.
+  const at::Tensor ql_h = PaddedHeadMajor(ql, h, n_pad, 0, scale).view({h, n_pad, dh});
+  const int64_t cols = n_g + 3 * b;
+  const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
+  at::Tensor l_context = at::empty({n_pad, d}, ql.options());
+  for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
+    StopIfAsked(stop);
+    const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
+    const at::Tensor q = ql_h.narrow(1, b0 * b, rows);  // [h, rows, dh]
+    const at::Tensor qa = at::bmm(q, rel);              // [h, rows, L]
+    at::Tensor s = at::empty({h, rows, cols}, ql.options());
+    at::Tensor s_global = s.narrow(2, 0, n_g), s_local = s.narrow(2, n_g, 3 * b);
+    at::bmm_out(s_global, q, kg_h.transpose(1, 2));
+    for (int64_t head = 0; head < h; ++head) {
+      at::Tensor s_head = s_local[head].view({blocks, b, 3 * b});
+      at::bmm_out(s_head, q[head].view({blocks, b, dh}),
+                  BlockWindows(kl_buffer, head, n_pad, b, b0, blocks).transpose(1, 2));
+    }
+    kernels::EtcMembershipBias(s_global, qa, part_of, not_part_of,
+                               t.long_own_lo.narrow(0, b0 * b, rows),
+                               t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
+    kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
+    const at::Tensor p = at::softmax(s, -1);
+    at::Tensor out = at::bmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
+    for (int64_t head = 0; head < h; ++head) {
+      out[head]
+          .view({blocks, b, dh})
+          .baddbmm_(p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
+                    BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
+    }
+    l_context.narrow(0, b0 * b, rows).view({rows, h, dh}).copy_(out.permute({1, 0, 2}));
+  }
+  return {g_context, l_context.narrow(0, 0, n_l)};
+}
+
 EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
                               const StopCheck& stop) const {
   EtcOutput out;
@@ -180,6 +347,12 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     std::vector<int64_t> long_segment = in.long_segment;
     long_segment.resize(n_pad, -2);
     t.long_segment = Upload(long_segment, device);
+    std::vector<int64_t> long_lo, long_hi, global_lo, global_hi;
+    MembershipRanges(in, n_pad, &long_lo, &long_hi, &global_lo, &global_hi);
+    t.long_own_lo = Upload(long_lo, device);
+    t.long_own_hi = Upload(long_hi, device);
+    t.global_own_lo = Upload(global_lo, device);
+    t.global_own_hi = Upload(global_hi, device);
     if (positions) {
       global_positions.insert(global_positions.end(), in.global_positions.begin(),
                               in.global_positions.end());
@@ -202,6 +375,8 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
                                positions ? Upload(long_positions, device).unsqueeze(0) : none,
                                match ? Upload(long_match, device).unsqueeze(0) : none)
                       .squeeze(0);
+  // Autograd off: the blocked inference attention (no backward of its in-place kernels needed).
+  const bool inference = !at::GradMode::is_enabled();
   for (const Layer& layer : layers_) {
     StopIfAsked(stop);
     const bool shared = config_.etc.shared_projections;
@@ -213,9 +388,10 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int64_t gb = out.global_begin[i], lb = out.long_begin[i];
       const RequestTables& t = tables[i];
-      auto [gc, lc] = Attend(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
-                             vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
-                             kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
+      const auto attend = inference ? &EtcEncoder::AttendInference : &EtcEncoder::Attend;
+      auto [gc, lc] = (this->*attend)(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
+                                      vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
+                                      kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
       g_context.push_back(gc);
       l_context.push_back(lc);
     }

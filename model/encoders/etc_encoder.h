@@ -32,6 +32,9 @@ struct EtcOutput {
 // fp32), so that attention's transient memory does not grow with the document: a 100k-token
 // document with 256 segments costs the same per chunk as a 4k-token one.
 inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
+// The inference path (autograd off) works on smaller score chunks, about this many elements
+// (8 MB in fp32): scores, their biases and softmax stay in cache between passes.
+inline constexpr int64_t kEtcInferenceChunkScores = int64_t{2} << 20;
 
 class EtcEncoder {
  public:
@@ -61,6 +64,16 @@ class EtcEncoder {
                                            const at::Tensor& ql, const at::Tensor& kl,
                                            const at::Tensor& vl, const RequestTables& t,
                                            const StopCheck& stop) const;
+  // The same for inference (autograd off), block by block: scores written by GEMMs into a
+  // cache-sized chunk, ETC's label and membership terms added in place (kernels/etc_score_bias.h),
+  // local keys read from overlapping views of head-major K and V instead of gathered copies, and
+  // global queries over the long keys with a running (online) softmax, so that no tensor grows
+  // with tokens × segments.
+  std::pair<at::Tensor, at::Tensor> AttendInference(const Layer& layer, const at::Tensor& qg,
+                                                    const at::Tensor& kg, const at::Tensor& vg,
+                                                    const at::Tensor& ql, const at::Tensor& kl,
+                                                    const at::Tensor& vl, const RequestTables& t,
+                                                    const StopCheck& stop) const;
 
   ModelConfig config_;
   int64_t score_budget_;

@@ -128,17 +128,22 @@ void ExpectEtcMatchesReference(const ModelConfig& c, const std::vector<EtcInput>
     if (name.find("relative_key") != std::string::npos) t = at::randn(t.sizes()) * 0.5;
   }
   const EtcEncoder encoder(c, w, score_budget);
-  at::InferenceMode guard;
-  const EtcOutput out = encoder.Forward(inputs, at::kCPU);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i));
-    const auto [ref_global, ref_long] = RefEtc(w, c, inputs[i]);
-    const at::Tensor got_global = out.global_states.narrow(
-        0, out.global_begin[i], out.global_begin[i + 1] - out.global_begin[i]);
-    const at::Tensor got_long =
-        out.long_states.narrow(0, out.long_begin[i], out.long_begin[i + 1] - out.long_begin[i]);
-    EXPECT_LE((got_global.to(at::kDouble) - ref_global).abs().max().item<double>(), kTolerance);
-    EXPECT_LE((got_long.to(at::kDouble) - ref_long).abs().max().item<double>(), kTolerance);
+  // Both attention paths: the trainer's (autograd on: gathers and whole score blocks) and the
+  // inference path (autograd off: scores biased in place, online softmax over long keys).
+  for (const bool inference : {false, true}) {
+    SCOPED_TRACE(inference ? "inference path" : "trainable path");
+    const at::AutoGradMode grad(!inference);
+    const EtcOutput out = encoder.Forward(inputs, at::kCPU);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      const auto [ref_global, ref_long] = RefEtc(w, c, inputs[i]);
+      const at::Tensor got_global = out.global_states.narrow(
+          0, out.global_begin[i], out.global_begin[i + 1] - out.global_begin[i]);
+      const at::Tensor got_long =
+          out.long_states.narrow(0, out.long_begin[i], out.long_begin[i + 1] - out.long_begin[i]);
+      EXPECT_LE((got_global.to(at::kDouble) - ref_global).abs().max().item<double>(), kTolerance);
+      EXPECT_LE((got_long.to(at::kDouble) - ref_long).abs().max().item<double>(), kTolerance);
+    }
   }
 }
 
@@ -167,7 +172,8 @@ TEST(EtcTest, SingleParagraphAndMixedBatch) {
 }
 
 TEST(EtcTest, ChunkedAttentionMatchesTheReference) {
-  // A budget of one score element: every chunk is a single global row or a single l2l block.
+  // A budget of one score element: every chunk is a single global row or a single l2l block (on
+  // the inference path: a single long key of the global queries' online softmax).
   for (bool hard_mask : {false, true}) {
     SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no mask");
     const ModelConfig c = EtcConfig(2, 2, 3, !hard_mask, hard_mask);

@@ -167,6 +167,88 @@ TEST_P(KernelOpTest, RelativeLabelGatherPicksEachPairsLabel) {
   ExpectClose(got, want);
 }
 
+// The ETC score-bias ops write into a column slice of a wider score buffer: the reference is the
+// fp64 formula over the slice, and the columns around it must stay as they were.
+class EtcScoreBiasTest : public KernelOpTest {
+ protected:
+  static constexpr int64_t kHeads = 3, kRows = 29, kCols = 13, kLabels = 7, kFirstCol = 5;
+  void SetUp() override {
+    KernelOpTest::SetUp();
+    buffer_ = Random({kHeads, kRows, 24}) * 0.5;
+    before_ = buffer_.to(at::kCPU).to(at::kDouble).clone();  // .to() of a CPU double is no copy
+    qa_ = Random({kHeads, kRows, kLabels}) * 0.5;
+  }
+  at::Tensor Slice() const { return buffer_.narrow(2, kFirstCol, kCols); }
+  // Compares the slice with `want` (fp64, masked pairs as -1e30) and the rest with before_.
+  void ExpectSlice(const at::Tensor& want) const {
+    const at::Tensor got = Slice().to(at::kCPU).to(at::kDouble);
+    const at::Tensor masked = want.le(-1e29);
+    // Reduced precision turns -1e30 into a large negative or -inf: any of those masks.
+    EXPECT_TRUE(got.masked_select(masked).le(-1e4).all().item<bool>());
+    ExpectClose(got.masked_fill(masked, 0), want.masked_fill(masked, 0));
+    const at::Tensor rest = buffer_.to(at::kCPU).to(at::kDouble);
+    EXPECT_TRUE(at::equal(rest.narrow(2, 0, kFirstCol), before_.narrow(2, 0, kFirstCol)));
+    EXPECT_TRUE(at::equal(rest.narrow(2, kFirstCol + kCols, 24 - kFirstCol - kCols),
+                          before_.narrow(2, kFirstCol + kCols, 24 - kFirstCol - kCols)));
+  }
+  at::Tensor buffer_, before_, qa_;
+};
+
+TEST_P(EtcScoreBiasTest, LabelBiasAddsEachPairsLabelScoreAndMasksClosedPairs) {
+  const int64_t period = 4, row0 = 6, slot_table_rows = (row0 + kRows - 1) / period + 1;
+  const at::Tensor labels = at::randint(-1, kLabels, {period, kCols}, at::kLong);
+  const at::Tensor slot_rows = at::randint(-1, 3, {slot_table_rows * kCols}, at::kLong);
+  EtcLabelBias(Slice(), qa_, labels.to(GetParam().device), row0, slot_rows.to(GetParam().device));
+  // Reference: every query row's label row and slot row written out, then one gather.
+  const at::Tensor query = at::arange(row0, row0 + kRows, at::kLong);
+  const at::Tensor label = labels.index_select(0, query.remainder(period));  // [R, C]
+  const at::Tensor slot =
+      slot_rows.view({slot_table_rows, kCols}).index_select(0, query.div(period, "floor"));
+  const at::Tensor open = label.ge(0).logical_and(slot.ge(0));
+  const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
+  const at::Tensor gathered =
+      qa.gather(2, label.clamp_min(0).unsqueeze(0).expand({kHeads, kRows, kCols}));
+  const at::Tensor base = before_.narrow(2, kFirstCol, kCols);
+  ExpectSlice(at::where(open.unsqueeze(0), base + gathered, at::full({1}, -1e30, at::kDouble)));
+  // Without a slot table only the labels close pairs.
+  SetUp();
+  EtcLabelBias(Slice(), qa_, labels.to(GetParam().device), row0, at::Tensor());
+  const at::Tensor qa2 = qa_.to(at::kCPU).to(at::kDouble);
+  ExpectSlice(
+      at::where(label.ge(0).unsqueeze(0),
+                before_.narrow(2, kFirstCol, kCols) +
+                    qa2.gather(2, label.clamp_min(0).unsqueeze(0).expand({kHeads, kRows, kCols})),
+                at::full({1}, -1e30, at::kDouble)));
+}
+
+TEST_P(EtcScoreBiasTest, MembershipBiasIsPartOfInsideTheRowsRangeAndNotPartOfElsewhere) {
+  const int64_t part_of = 5, not_part_of = 6, col0 = 10;
+  // Ranges inside, across and outside the slice's keys [10, 23); some rows have none.
+  std::vector<int64_t> lo(kRows), hi(kRows);
+  for (int64_t r = 0; r < kRows; ++r) {
+    lo[r] = r % 5 == 0 ? -1 : 4 + (r * 7) % 19;
+    hi[r] = lo[r] < 0 ? -1 : lo[r] + 1 + r % 6;
+  }
+  for (const bool mask_outside : {false, true}) {
+    SCOPED_TRACE(mask_outside ? "mask outside" : "no mask");
+    SetUp();
+    EtcMembershipBias(Slice(), qa_, part_of, not_part_of, Long(lo), Long(hi), col0, mask_outside);
+    const at::Tensor key = at::arange(col0, col0 + kCols, at::kLong).unsqueeze(0);  // [1, C]
+    const at::Tensor lo_t = at::tensor(lo, at::kLong).unsqueeze(1),
+                     hi_t = at::tensor(hi, at::kLong).unsqueeze(1);
+    const at::Tensor has = lo_t.ge(0);
+    const at::Tensor inside = has.logical_and(key.ge(lo_t)).logical_and(key.lt(hi_t));  // [R, C]
+    const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
+    const at::Tensor bias = at::where(inside.unsqueeze(0), qa.select(2, part_of).unsqueeze(2),
+                                      qa.select(2, not_part_of).unsqueeze(2));
+    at::Tensor want = before_.narrow(2, kFirstCol, kCols) + bias;
+    if (mask_outside) {
+      want = want.masked_fill(has.logical_and(inside.logical_not()).unsqueeze(0), -1e30);
+    }
+    ExpectSlice(want);
+  }
+}
+
 TEST_P(KernelOpTest, ScoreArgmaxIsTheRowArgmax) {
   const at::Tensor scores = Random({513, 19});
   const at::Tensor got = ScoreArgmax(scores).to(at::kCPU);
@@ -276,6 +358,12 @@ TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   EXPECT_THROW(
       SparseWeightedSum(Random({1, 2, 1}), Random({2, 4, 3}), Long({0, 1}).view({1, 2, 1})),
       c10::Error);
+  EXPECT_THROW(EtcLabelBias(Random({1, 2, 3}), Random({1, 2, 4}), Long({0, 4, 1}).view({1, 3}), 0,
+                            at::Tensor()),
+               c10::Error);  // label 4 of 4
+  EXPECT_THROW(
+      EtcMembershipBias(Random({1, 2, 3}), Random({1, 2, 4}), 1, 2, Long({0}), Long({1}), 0, false),
+      c10::Error);  // one range for two rows
   try {
     GatherRows(src, Long({7}));
     FAIL() << "expected an error";
@@ -285,6 +373,8 @@ TEST_P(KernelOpTest, BadInputsFailWithMessages) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevicesAndDtypes, KernelOpTest, testing::ValuesIn(AllCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(AllDevicesAndDtypes, EtcScoreBiasTest, testing::ValuesIn(AllCases()),
                          CaseName);
 
 }  // namespace

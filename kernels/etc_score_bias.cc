@@ -1,0 +1,122 @@
+// etc_score_bias: checks and device dispatch; the CPU launcher runs the cores of etc_score_bias.h
+// a (head, row) at a time.
+#include "kernels/etc_score_bias.h"
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace longqa::kernels {
+namespace {
+
+// Checks scores [heads, rows, cols] (last dim contiguous) and qa [heads, rows, L] (made
+// contiguous, same dtype and device).
+at::Tensor CheckScoresAndLabelScores(const at::Tensor& scores, const at::Tensor& qa_in,
+                                     const char* op) {
+  TORCH_CHECK(scores.dim() == 3 && (scores.size(2) <= 1 || scores.stride(2) == 1), op,
+              ": scores must be [heads, rows, cols] with a contiguous last dimension, got ",
+              scores.sizes(), " strides ", scores.strides());
+  TORCH_CHECK(
+      qa_in.dim() == 3 && qa_in.size(0) == scores.size(0) && qa_in.size(1) == scores.size(1), op,
+      ": qa must be [", scores.size(0), ", ", scores.size(1), ", labels], got ", qa_in.sizes());
+  TORCH_CHECK(qa_in.scalar_type() == scores.scalar_type(), op, ": qa is ", qa_in.scalar_type(),
+              ", scores ", scores.scalar_type());
+  TORCH_CHECK(qa_in.device() == scores.device(), op, ": qa on ", qa_in.device(), ", scores on ",
+              scores.device());
+  return qa_in.contiguous();
+}
+
+// Runs f(head, row) over all rows of scores on the intra-op pool.
+template <typename F>
+void ForEachScoreRow(const at::Tensor& scores, const F& f) {
+  const int64_t heads = scores.size(0), rows = scores.size(1);
+  ParallelRows(heads * rows, scores.size(2), [&](int64_t i) { f(i / rows, i % rows); });
+}
+
+}  // namespace
+
+void EtcLabelBias(const at::Tensor& scores, const at::Tensor& qa_in, const at::Tensor& labels_in,
+                  int64_t row0, const at::Tensor& slot_rows_in) {
+  constexpr const char* kOp = "etc_label_bias";
+  const at::Tensor qa = CheckScoresAndLabelScores(scores, qa_in, kOp);
+  TORCH_CHECK(labels_in.dim() == 2 && labels_in.scalar_type() == at::kLong &&
+                  labels_in.size(0) >= 1 && labels_in.size(1) == scores.size(2),
+              kOp, ": labels must be an int64 [period, ", scores.size(2), "] table, got ",
+              labels_in.sizes(), " ", labels_in.scalar_type());
+  TORCH_CHECK(labels_in.device() == scores.device(), kOp, ": labels on ", labels_in.device());
+  TORCH_CHECK(row0 >= 0, kOp, ": row0 must be >= 0");
+  const at::Tensor labels = labels_in.contiguous();
+  const int64_t heads = scores.size(0), rows = scores.size(1), cols = scores.size(2);
+  const int64_t num_labels = qa.size(2), period = labels.size(0);
+  at::Tensor slot_rows;
+  if (slot_rows_in.defined()) {
+    slot_rows = IndexVector(slot_rows_in, kOp, "slot_rows", scores);
+    TORCH_CHECK(rows == 0 || slot_rows.numel() >= ((row0 + rows - 1) / period + 1) * cols, kOp,
+                ": slot_rows holds ", slot_rows.numel(), " entries, too few for rows up to ",
+                row0 + rows, " (", cols, " a period)");
+  }
+  if (scores.numel() == 0) return;
+  const int64_t* slots = slot_rows.defined() ? slot_rows.data_ptr<int64_t>() : nullptr;
+  if (scores.is_cuda()) {
+    CheckLaunch(kOp, cuda::EtcLabelBias(ToCudaDType(scores.scalar_type(), kOp), scores.data_ptr(),
+                                        heads, rows, cols, scores.stride(0), scores.stride(1),
+                                        qa.data_ptr(), num_labels, labels.data_ptr<int64_t>(),
+                                        period, row0, slots, StreamFor(scores)));
+    return;
+  }
+  TORCH_CHECK(scores.is_cpu(), kOp, ": unsupported device ", scores.device());
+  TORCH_CHECK(labels.min().item<int64_t>() >= -1 && labels.max().item<int64_t>() < num_labels, kOp,
+              ": labels must lie in [-1, ", num_labels, ")");
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, scores.scalar_type(), kOp, [&] {
+    scalar_t* s = scores.data_ptr<scalar_t>();
+    const scalar_t* q = qa.data_ptr<scalar_t>();
+    const int64_t* l = labels.data_ptr<int64_t>();
+    const int64_t hs = scores.stride(0), rs = scores.stride(1);
+    ForEachScoreRow(scores, [&](int64_t h, int64_t r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        EtcLabelBiasAt<scalar_t, AccType<scalar_t>>(h, r, c, s, hs, rs, q, rows, num_labels, l,
+                                                    period, cols, row0, slots);
+      }
+    });
+  });
+}
+
+void EtcMembershipBias(const at::Tensor& scores, const at::Tensor& qa_in, int64_t part_of,
+                       int64_t not_part_of, const at::Tensor& lo_in, const at::Tensor& hi_in,
+                       int64_t col0, bool mask_outside) {
+  constexpr const char* kOp = "etc_membership_bias";
+  const at::Tensor qa = CheckScoresAndLabelScores(scores, qa_in, kOp);
+  const int64_t heads = scores.size(0), rows = scores.size(1), cols = scores.size(2);
+  const int64_t num_labels = qa.size(2);
+  TORCH_CHECK(part_of >= 0 && part_of < num_labels && not_part_of >= 0 && not_part_of < num_labels,
+              kOp, ": part_of and not_part_of must be labels in [0, ", num_labels, ")");
+  const at::Tensor lo = IndexVector(lo_in, kOp, "lo", scores);
+  const at::Tensor hi = IndexVector(hi_in, kOp, "hi", scores);
+  TORCH_CHECK(lo.numel() == rows && hi.numel() == rows, kOp, ": lo and hi need ", rows,
+              " entries, got ", lo.numel(), " and ", hi.numel());
+  if (scores.numel() == 0) return;
+  if (scores.is_cuda()) {
+    CheckLaunch(kOp, cuda::EtcMembershipBias(
+                         ToCudaDType(scores.scalar_type(), kOp), scores.data_ptr(), heads, rows,
+                         cols, scores.stride(0), scores.stride(1), qa.data_ptr(), num_labels,
+                         part_of, not_part_of, lo.data_ptr<int64_t>(), hi.data_ptr<int64_t>(), col0,
+                         mask_outside, StreamFor(scores)));
+    return;
+  }
+  TORCH_CHECK(scores.is_cpu(), kOp, ": unsupported device ", scores.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, scores.scalar_type(), kOp, [&] {
+    scalar_t* s = scores.data_ptr<scalar_t>();
+    const scalar_t* q = qa.data_ptr<scalar_t>();
+    const int64_t* l = lo.data_ptr<int64_t>();
+    const int64_t* u = hi.data_ptr<int64_t>();
+    const int64_t hs = scores.stride(0), rs = scores.stride(1);
+    ForEachScoreRow(scores, [&](int64_t h, int64_t r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        EtcMembershipBiasAt<scalar_t, AccType<scalar_t>>(h, r, c, s, hs, rs, q, rows, num_labels,
+                                                         part_of, not_part_of, l, u, col0,
+                                                         mask_outside);
+      }
+    });
+  });
+}
+
+}  // namespace longqa::kernels
