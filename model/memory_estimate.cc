@@ -78,25 +78,25 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
   return layer + (windows * t + 2 * rows) * c.hidden_size;
 }
 
-// ETC's peak is its score chunks and gathered keys, not the FFN: measured the same with and without
-// row blocks (442 and 680 MiB, memory_estimate_test's two sizes), so its FFN is counted whole.
-int64_t EtcFloats(const ModelConfig& c, const RequestShape& r) {
+// ETC's inference path (etc_encoder.h, AttendInference): the layer's dense tensors (FFN in row
+// blocks where the layers run them), the head-major copies of the long queries, keys and values
+// and the long context, and one chunk of scores with its softmax (kEtcInferenceChunkScores each,
+// for long and global queries alike: the global queries' online softmax holds one key chunk).
+// Measured peaks went from 442 / 678 MiB (whole score blocks, gathered keys) to 86 / 297 MiB on
+// memory_estimate_test's two sizes.
+int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
   const int64_t globals = r.question_tokens + segments;
   const int64_t longs = std::max<int64_t>(1, r.document_tokens);
   const int64_t block = c.etc.radius + 1;
-  // Long queries see the globals and three blocks; scores, labels and softmax are held for one
-  // chunk of at most kEtcScoreBudget scores at a time, and so are the gathered keys and values.
-  const int64_t scores = std::min(kEtcScoreBudget, longs * c.num_heads * (globals + 3 * block));
-  const int64_t chunk_rows = std::max<int64_t>(
-      1, std::min(longs, scores / std::max<int64_t>(1, c.num_heads * (globals + 3 * block))));
-  const int64_t chunk = 3 * scores + 2 * 3 * chunk_rows * c.hidden_size;
-  const int64_t global_scores =
-      std::min(kEtcScoreBudget, globals * c.num_heads * (globals + longs));
+  const int64_t padded = (longs + block - 1) / block * block;
+  const int64_t chunk =
+      std::min(kEtcInferenceChunkScores, std::max(longs * c.num_heads * (globals + 3 * block),
+                                                  globals * c.num_heads * (globals + longs)));
   const int64_t rows = globals + longs;
-  // Across layers: the input, and the chunks' contexts with the concatenation that joins them.
-  return LayerFloats(c, rows, /*row_blocks=*/false) + std::max(chunk, 3 * global_scores) +
-         4 * rows * c.hidden_size;
+  // Across layers: the input and the joined contexts.
+  return LayerFloats(c, rows, row_blocks) + 4 * padded * c.hidden_size + 2 * chunk +
+         2 * rows * c.hidden_size;
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ int64_t EtcFloats(const ModelConfig& c, const RequestShape& r) {
 int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape,
                                 bool row_blocks) {
   const int64_t floats = config.architecture == Architecture::kEtc
-                             ? EtcFloats(config, shape)
+                             ? EtcFloats(config, shape, row_blocks)
                              : ClusterFormerFloats(config, shape, row_blocks);
   // Plus what does not grow with the layer sizes: plans, decoding, the allocator's slack.
   constexpr int64_t kFixedBytes = int64_t{32} << 20;
