@@ -46,7 +46,8 @@ class EtcEncoder {
              int64_t score_budget = kEtcScoreBudget, Precision precision = Precision::kFp32);
 
   // Dense parts run over the rows of all requests at once; attention runs per request. `stop` is
-  // asked before every layer and every chunk of long queries (stop_check.h).
+  // asked before every layer and every chunk of long queries (on the inference path also every
+  // chunk of long keys the global queries read) (stop_check.h).
   EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
                     const StopCheck& stop = nullptr) const;
 
