@@ -82,8 +82,8 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
 // blocks where the layers run them), the head-major copies of the long queries, keys and values
 // and the long context, and one chunk of scores with its softmax (kEtcInferenceChunkScores each,
 // for long and global queries alike: the global queries' online softmax holds one key chunk).
-// Measured peaks went from 442 / 678 MiB (whole score blocks, gathered keys) to 86 / 297 MiB on
-// memory_estimate_test's two sizes.
+// Measured peaks went from 442 / 678 MiB (whole score blocks, gathered keys) to 86-95 / 297-358
+// MiB on memory_estimate_test's two sizes (runs at 1 and 2 threads; docs/reliability.md).
 int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
   const int64_t globals = r.question_tokens + segments;

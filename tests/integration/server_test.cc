@@ -273,11 +273,9 @@ TEST(ServerDropTest, CancelledAndExpiredRequestsAreDroppedBeforeCompute) {
   });
   // Wait until the long request's batch has started (the batch histogram counts a batch when it
   // starts): a fixed sleep raced under load, and the short ones, arriving first, ran at once.
-  for (int i = 0;
-       i < 3000 && Sample(Scrape(server.metrics_port()), "longqa_batch_size_requests_count") < 1;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  EXPECT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_batch_size_requests_count") >= 1;
+  }));
   EXPECT_EQ(Sample(Scrape(server.metrics_port()), "longqa_batch_size_requests_count"), 1);
   v1::AnswerResponse r;
   grpc::ClientContext cancelled;
