@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "kernels/ops.h"
 #include "model/encoders/trainable_ops.h"
@@ -101,11 +102,11 @@ void MembershipRanges(const EtcInput& in, int64_t n_pad, std::vector<int64_t>* l
 // view as overlapping [3 * block, dh] windows: `block` zero rows, then each head's n_pad rows
 // (rows past n_l zero), then `block` zero rows. Window (head, i) starts at row
 // block + head * n_pad + (i - 1) * block; its slots past a head's ends read zeros or the
-// neighbouring head's rows, which the slot table masks.
+// neighbouring head's rows, which the slot table masks. The buffer has `dtype` (the copy casts).
 at::Tensor PaddedHeadMajor(const at::Tensor& x, int64_t h, int64_t n_pad, int64_t block,
-                           double scale = 1.0) {
+                           at::ScalarType dtype, double scale = 1.0) {
   const int64_t n = x.size(0), dh = x.size(1) / h;
-  at::Tensor buffer = at::empty({h * n_pad + 2 * block, dh}, x.options());
+  at::Tensor buffer = at::empty({h * n_pad + 2 * block, dh}, x.options().dtype(dtype));
   buffer.narrow(0, 0, block).zero_();
   buffer.narrow(0, block + h * n_pad, block).zero_();
   const at::Tensor heads = buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh});
@@ -120,9 +121,9 @@ at::Tensor PaddedHeadMajor(const at::Tensor& x, int64_t h, int64_t n_pad, int64_
   return buffer;
 }
 
-// x [n, h * dh] as head-major [h, n, dh], contiguous, times `scale`.
-at::Tensor HeadMajor(const at::Tensor& x, int64_t h, double scale = 1.0) {
-  return PaddedHeadMajor(x, h, x.size(0), 0, scale).view({h, x.size(0), x.size(1) / h});
+// x [n, h * dh] as head-major [h, n, dh] of `dtype`, contiguous, times `scale`.
+at::Tensor HeadMajor(const at::Tensor& x, int64_t h, at::ScalarType dtype, double scale = 1.0) {
+  return PaddedHeadMajor(x, h, x.size(0), 0, dtype, scale).view({h, x.size(0), x.size(1) / h});
 }
 
 // The overlapping windows of blocks [b0, b0 + blocks) of one head: [blocks, 3 * block, dh].
@@ -132,6 +133,16 @@ at::Tensor BlockWindows(const at::Tensor& buffer, int64_t head, int64_t n_pad, i
   return buffer.as_strided(
       {blocks, 3 * block, dh}, {block * dh, dh, 1},
       buffer.storage_offset() + (block + head * n_pad + (b0 - 1) * block) * dh);
+}
+
+// q, k, v of x [n, d] through the layer's projections. On the inference path: one GEMM, and
+// the results in the attention dtype (bf16 for kBf16) as column views of its output.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Project(const TransformerLayer& layer,
+                                                       const at::Tensor& x, bool inference) {
+  if (!inference) return {layer.Query(x), layer.Key(x), layer.Value(x)};
+  const int64_t d = x.size(1);
+  const at::Tensor qkv = layer.QueryKeyValue(x);
+  return {qkv.narrow(1, 0, d), qkv.narrow(1, d, d), qkv.narrow(1, 2 * d, d)};
 }
 
 }  // namespace
@@ -238,11 +249,15 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
   // Queries carry the 1/sqrt(dh) scale, so every score term computed from them (q·k and the
   // label scores q·a_K) is scaled once.
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const at::Tensor rel = layer.relative_key.view({labels, h, dh}).permute({1, 2, 0});  // [h,dh,L]
-  const at::Tensor qg_h = HeadMajor(qg, h, scale);                                     // [h,ng,dh]
-  const at::Tensor kg_h = HeadMajor(kg, h), vg_h = HeadMajor(vg, h);
-  const at::Tensor kl_buffer = PaddedHeadMajor(kl, h, n_pad, b);
-  const at::Tensor vl_buffer = PaddedHeadMajor(vl, h, n_pad, b);
+  // The GEMMs and the score chunks run in the layer's attention dtype (bf16 for kBf16, as the
+  // sliding-window layers do); the global queries' running softmax sums stay fp32.
+  const at::ScalarType dtype = layer.base.attention_dtype();
+  const at::Tensor rel =
+      layer.relative_key.to(dtype).view({labels, h, dh}).permute({1, 2, 0});  // [h, dh, L]
+  const at::Tensor qg_h = HeadMajor(qg, h, dtype, scale);                     // [h, n_g, dh]
+  const at::Tensor kg_h = HeadMajor(kg, h, dtype), vg_h = HeadMajor(vg, h, dtype);
+  const at::Tensor kl_buffer = PaddedHeadMajor(kl, h, n_pad, b, dtype);
+  const at::Tensor vl_buffer = PaddedHeadMajor(vl, h, n_pad, b, dtype);
   auto long_heads = [&](const at::Tensor& buffer) {  // [h, n_l, dh]
     return buffer.narrow(0, b, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l);
   };
@@ -254,8 +269,8 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
   kernels::EtcLabelBias(scores, qa_g, t.g2g_labels, 0, at::Tensor());
   at::Tensor top = std::get<0>(scores.max(-1, /*keepdim=*/true));  // [h, n_g, 1]
   scores.sub_(top).exp_();
-  at::Tensor total = scores.sum(-1, /*keepdim=*/true);
-  at::Tensor g_acc = at::bmm(scores, vg_h);  // [h, n_g, dh]
+  at::Tensor total = scores.sum(-1, /*keepdim=*/true, at::kFloat);
+  at::Tensor g_acc = at::bmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
   const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
   const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
   for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
@@ -266,26 +281,31 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
     kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi, c0,
                                config_.etc.hard_g2l_mask);
     const at::Tensor new_top = at::maximum(top, std::get<0>(s.max(-1, /*keepdim=*/true)));
-    const at::Tensor rescale = (top - new_top).exp_();
+    const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
     s.sub_(new_top).exp_();
-    total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true));
-    g_acc.mul_(rescale).baddbmm_(s, vc);
+    total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true, at::kFloat));
+    g_acc.mul_(rescale);
+    if (dtype == at::kFloat) {
+      g_acc.baddbmm_(s, vc);
+    } else {
+      g_acc.add_(at::bmm(s, vc));  // bf16 products summed into the fp32 accumulator
+    }
     top = new_top;
   }
   const at::Tensor g_context = g_acc.div_(total).permute({1, 0, 2}).reshape({n_g, d});
 
   // Long queries, a chunk of blocks at a time: scores [h, rows, n_g + 3b], the global keys'
   // columns first, then the block's three neighbouring blocks.
-  const at::Tensor ql_h = PaddedHeadMajor(ql, h, n_pad, 0, scale).view({h, n_pad, dh});
+  const at::Tensor ql_h = PaddedHeadMajor(ql, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
   const int64_t cols = n_g + 3 * b;
   const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
-  at::Tensor l_context = at::empty({n_pad, d}, ql.options());
+  at::Tensor l_context = at::empty({n_pad, d}, ql.options().dtype(dtype));
   for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
     StopIfAsked(stop);
     const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
     const at::Tensor q = ql_h.narrow(1, b0 * b, rows);  // [h, rows, dh]
     const at::Tensor qa = at::bmm(q, rel);              // [h, rows, L]
-    at::Tensor s = at::empty({h, rows, cols}, ql.options());
+    at::Tensor s = at::empty({h, rows, cols}, ql.options().dtype(dtype));
     at::Tensor s_global = s.narrow(2, 0, n_g), s_local = s.narrow(2, n_g, 3 * b);
     at::bmm_out(s_global, q, kg_h.transpose(1, 2));
     for (int64_t head = 0; head < h; ++head) {
@@ -380,10 +400,11 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   for (const Layer& layer : layers_) {
     StopIfAsked(stop);
     const bool shared = config_.etc.shared_projections;
-    const at::Tensor qg = shared ? layer.base.Query(xg) : at::linear(xg, layer.gq_w, layer.gq_b);
-    const at::Tensor kg = shared ? layer.base.Key(xg) : at::linear(xg, layer.gk_w, layer.gk_b);
-    const at::Tensor vg = shared ? layer.base.Value(xg) : at::linear(xg, layer.gv_w, layer.gv_b);
-    const at::Tensor ql = layer.base.Query(xl), kl = layer.base.Key(xl), vl = layer.base.Value(xl);
+    const auto [qg, kg, vg] = shared ? Project(layer.base, xg, inference)
+                                     : std::make_tuple(at::linear(xg, layer.gq_w, layer.gq_b),
+                                                       at::linear(xg, layer.gk_w, layer.gk_b),
+                                                       at::linear(xg, layer.gv_w, layer.gv_b));
+    const auto [ql, kl, vl] = Project(layer.base, xl, inference);
     std::vector<at::Tensor> g_context, l_context;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int64_t gb = out.global_begin[i], lb = out.long_begin[i];

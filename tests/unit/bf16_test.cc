@@ -76,6 +76,14 @@ TEST(Bf16Test, CustomPatternLayersProjectAndFinishInBf16) {
   EXPECT_GT(MaxAbs(q - fp32.Query(x)), 0);
   EXPECT_LE(MaxAbs(bf16.Key(x) - fp32.Key(x)), 0.02 * MaxAbs(fp32.Key(x)));
   EXPECT_LE(MaxAbs(bf16.Value(x) - fp32.Value(x)), 0.02 * MaxAbs(fp32.Value(x)));
+  // ETC's inference path takes all three from one GEMM, kept in bf16 for its bf16 attention.
+  const at::Tensor qkv = bf16.QueryKeyValue(x);
+  ASSERT_EQ(qkv.scalar_type(), at::kBFloat16);
+  const at::Tensor separate = at::cat({q, bf16.Key(x), bf16.Value(x)}, 1);
+  EXPECT_LE(MaxAbs(qkv.to(at::kFloat) - separate), 0.01 * MaxAbs(separate));
+  const at::Tensor qkv32 = fp32.QueryKeyValue(x);
+  ASSERT_EQ(qkv32.scalar_type(), at::kFloat);
+  EXPECT_LE(MaxAbs(qkv32 - at::cat({fp32.Query(x), fp32.Key(x), fp32.Value(x)}, 1)), 1e-5);
   const at::Tensor context = at::randn({30, 64});
   const at::Tensor got = bf16.Finish(x, context).to(at::kDouble);
   const at::Tensor rounded = RefFinish(w, c, 1, x.to(at::kDouble), context.to(at::kDouble), Bf16);

@@ -229,23 +229,29 @@ TEST_P(EtcScoreBiasTest, MembershipBiasIsPartOfInsideTheRowsRangeAndNotPartOfEls
     lo[r] = r % 5 == 0 ? -1 : 4 + (r * 7) % 19;
     hi[r] = lo[r] < 0 ? -1 : lo[r] + 1 + r % 6;
   }
-  for (const bool mask_outside : {false, true}) {
-    SCOPED_TRACE(mask_outside ? "mask outside" : "no mask");
-    SetUp();
-    EtcMembershipBias(Slice(), qa_, part_of, not_part_of, Long(lo), Long(hi), col0, mask_outside);
-    const at::Tensor key = at::arange(col0, col0 + kCols, at::kLong).unsqueeze(0);  // [1, C]
-    const at::Tensor lo_t = at::tensor(lo, at::kLong).unsqueeze(1),
-                     hi_t = at::tensor(hi, at::kLong).unsqueeze(1);
-    const at::Tensor has = lo_t.ge(0);
-    const at::Tensor inside = has.logical_and(key.ge(lo_t)).logical_and(key.lt(hi_t));  // [R, C]
-    const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
-    const at::Tensor bias = at::where(inside.unsqueeze(0), qa.select(2, part_of).unsqueeze(2),
-                                      qa.select(2, not_part_of).unsqueeze(2));
-    at::Tensor want = before_.narrow(2, kFirstCol, kCols) + bias;
-    if (mask_outside) {
-      want = want.masked_fill(has.logical_and(inside.logical_not()).unsqueeze(0), -1e30);
+  // On the CPU both launchers: the row form it runs and the per-element core CUDA runs.
+  const bool cpu = GetParam().device == at::kCPU;
+  for (const bool by_element : cpu ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    for (const bool mask_outside : {false, true}) {
+      SCOPED_TRACE(std::string(mask_outside ? "mask outside" : "no mask") +
+                   (by_element ? ", by element" : ""));
+      SetUp();
+      const auto op = by_element ? EtcMembershipBiasByElement : EtcMembershipBias;
+      op(Slice(), qa_, part_of, not_part_of, Long(lo), Long(hi), col0, mask_outside);
+      const at::Tensor key = at::arange(col0, col0 + kCols, at::kLong).unsqueeze(0);  // [1, C]
+      const at::Tensor lo_t = at::tensor(lo, at::kLong).unsqueeze(1),
+                       hi_t = at::tensor(hi, at::kLong).unsqueeze(1);
+      const at::Tensor has = lo_t.ge(0);
+      const at::Tensor inside = has.logical_and(key.ge(lo_t)).logical_and(key.lt(hi_t));  // [R, C]
+      const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
+      const at::Tensor bias = at::where(inside.unsqueeze(0), qa.select(2, part_of).unsqueeze(2),
+                                        qa.select(2, not_part_of).unsqueeze(2));
+      at::Tensor want = before_.narrow(2, kFirstCol, kCols) + bias;
+      if (mask_outside) {
+        want = want.masked_fill(has.logical_and(inside.logical_not()).unsqueeze(0), -1e30);
+      }
+      ExpectSlice(want);
     }
-    ExpectSlice(want);
   }
 }
 
