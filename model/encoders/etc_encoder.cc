@@ -267,7 +267,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
   const at::Tensor qa_g = at::bmm(qg_h, rel);  // [h, n_g, L]
   at::Tensor scores = at::bmm(qg_h, kg_h.transpose(1, 2));
   kernels::EtcLabelBias(scores, qa_g, t.g2g_labels, 0, at::Tensor());
-  at::Tensor top = std::get<0>(scores.max(-1, /*keepdim=*/true));  // [h, n_g, 1]
+  at::Tensor top = scores.amax(-1, /*keepdim=*/true);  // [h, n_g, 1]
   scores.sub_(top).exp_();
   at::Tensor total = scores.sum(-1, /*keepdim=*/true, at::kFloat);
   at::Tensor g_acc = at::bmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
@@ -280,7 +280,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
     at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
     kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi, c0,
                                config_.etc.hard_g2l_mask);
-    const at::Tensor new_top = at::maximum(top, std::get<0>(s.max(-1, /*keepdim=*/true)));
+    const at::Tensor new_top = at::maximum(top, s.amax(-1, /*keepdim=*/true));
     const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
     s.sub_(new_top).exp_();
     total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true, at::kFloat));
