@@ -44,19 +44,32 @@ TEST(Bf16Test, LayerMatchesTheReferenceThatRoundsWhereItRounds) {
   at::InferenceMode guard;
   const at::Tensor got = layer.Forward(x, valid);
   ASSERT_EQ(got.scalar_type(), at::kFloat);  // the residual stream stays fp32
-  double to_rounded = 0, to_exact = 0;
+  // Mean and max |difference| over the valid rows. The bound is on the mean: now and then one
+  // value sits on a bf16 rounding boundary and the layer and the reference round it apart (one
+  // ulp, seen once in seven runs on AMX: max 0.0059 against a typical 5e-7), which moves a few
+  // outputs but not the mean.
+  double rounded_sum = 0, exact_sum = 0, rounded_max = 0, exact_max = 0;
+  int64_t count = 0;
   for (int64_t i = 0; i < 2; ++i) {
     const int64_t n = i == 0 ? 40 : 29;
     const at::Tensor in = x[i].narrow(0, 0, n).to(at::kDouble);
     const at::Tensor out = got[i].narrow(0, 0, n).to(at::kDouble);
-    to_rounded = std::max(to_rounded, MaxAbs(out - RefLayer(w, c, 0, in, Bf16)));
-    to_exact = std::max(to_exact, MaxAbs(out - RefLayer(w, c, 0, in, Exact)));
+    const at::Tensor to_rounded = (out - RefLayer(w, c, 0, in, Bf16)).abs();
+    const at::Tensor to_exact = (out - RefLayer(w, c, 0, in, Exact)).abs();
+    rounded_sum += to_rounded.sum().item<double>();
+    exact_sum += to_exact.sum().item<double>();
+    rounded_max = std::max(rounded_max, MaxAbs(to_rounded));
+    exact_max = std::max(exact_max, MaxAbs(to_exact));
+    count += to_exact.numel();
   }
-  std::printf("bf16 layer: max |difference| to the bf16-rounded reference %.3g, to fp64 %.3g\n",
-              to_rounded, to_exact);
-  EXPECT_GT(to_exact, 1e-3);  // it did round to bf16 (fp32 is within 2e-4 of fp64)
-  EXPECT_LE(to_rounded, 0.35 * to_exact);
-  EXPECT_LE(to_rounded, 0.05);  // LayerNorm'd states of std 1
+  const double rounded_mean = rounded_sum / count, exact_mean = exact_sum / count;
+  std::printf(
+      "bf16 layer: |difference| to the bf16-rounded reference mean %.3g max %.3g, to fp64 mean "
+      "%.3g max %.3g\n",
+      rounded_mean, rounded_max, exact_mean, exact_max);
+  EXPECT_GT(exact_max, 1e-3);  // it did round to bf16 (fp32 is within 2e-4 of fp64)
+  EXPECT_LE(rounded_mean, 0.35 * exact_mean);
+  EXPECT_LE(rounded_max, 0.05);  // LayerNorm'd states of std 1
 }
 
 TEST(Bf16Test, CustomPatternLayersProjectAndFinishInBf16) {
@@ -88,9 +101,11 @@ TEST(Bf16Test, CustomPatternLayersProjectAndFinishInBf16) {
   const at::Tensor got = bf16.Finish(x, context).to(at::kDouble);
   const at::Tensor rounded = RefFinish(w, c, 1, x.to(at::kDouble), context.to(at::kDouble), Bf16);
   const at::Tensor exact = RefFinish(w, c, 1, x.to(at::kDouble), context.to(at::kDouble), Exact);
-  std::printf("bf16 finish: to the rounded reference %.3g, to fp64 %.3g\n", MaxAbs(got - rounded),
-              MaxAbs(got - exact));
-  EXPECT_LE(MaxAbs(got - rounded), 0.35 * MaxAbs(got - exact));
+  const double to_rounded = (got - rounded).abs().mean().item<double>();
+  const double to_exact = (got - exact).abs().mean().item<double>();
+  std::printf("bf16 finish: mean |difference| to the rounded reference %.3g, to fp64 %.3g\n",
+              to_rounded, to_exact);
+  EXPECT_LE(to_rounded, 0.35 * to_exact);  // the mean, as in the layer test above
 }
 
 // Whole encoders: states near fp32's (initialised weights, std 0.02, as a checkpoint's are).
