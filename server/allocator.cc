@@ -45,7 +45,9 @@ bool FreeMemoryReleaser::MaybeRelease() {
   int64_t last = last_ns_.load();
   const int64_t interval = std::chrono::nanoseconds(interval_).count();
   // One thread wins the interval; the others go on at once.
-  if (now - last < interval || !last_ns_.compare_exchange_strong(last, now)) return false;
+  if ((last != kNever && now - last < interval) || !last_ns_.compare_exchange_strong(last, now)) {
+    return false;
+  }
   MallocExtension_ReleaseFreeMemory();
   return true;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 namespace longqa {
@@ -33,7 +34,10 @@ class FreeMemoryReleaser {
 
  private:
   const std::chrono::milliseconds interval_;
-  std::atomic<int64_t> last_ns_{0};  // steady clock of the last release
+  // Steady clock of the last release; kNever before the first. (Not 0: the steady clock counts
+  // from boot, so on a machine up for less than one interval a 0 here held back the first release.)
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
+  std::atomic<int64_t> last_ns_{kNever};
 };
 
 }  // namespace longqa
