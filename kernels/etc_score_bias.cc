@@ -107,7 +107,8 @@ void EtcMembershipBias(const at::Tensor& scores, const at::Tensor& qa_in, int64_
                        int64_t not_part_of, const at::Tensor& lo_in, const at::Tensor& hi_in,
                        int64_t col0, bool mask_outside) {
   constexpr const char* kOp = "etc_membership_bias";
-  const auto [qa, lo, hi] = CheckMembership(scores, qa_in, part_of, not_part_of, lo_in, hi_in, kOp);
+  at::Tensor qa, lo, hi;  // not a structured binding: the lambdas below capture them (C++17)
+  std::tie(qa, lo, hi) = CheckMembership(scores, qa_in, part_of, not_part_of, lo_in, hi_in, kOp);
   if (scores.numel() == 0) return;
   if (scores.is_cuda()) {
     const int64_t heads = scores.size(0), rows = scores.size(1), cols = scores.size(2);
@@ -155,7 +156,8 @@ void EtcMembershipBiasByElement(const at::Tensor& scores, const at::Tensor& qa_i
                                 int64_t not_part_of, const at::Tensor& lo_in,
                                 const at::Tensor& hi_in, int64_t col0, bool mask_outside) {
   constexpr const char* kOp = "etc_membership_bias_by_element";
-  const auto [qa, lo, hi] = CheckMembership(scores, qa_in, part_of, not_part_of, lo_in, hi_in, kOp);
+  at::Tensor qa, lo, hi;  // not a structured binding: the lambdas below capture them (C++17)
+  std::tie(qa, lo, hi) = CheckMembership(scores, qa_in, part_of, not_part_of, lo_in, hi_in, kOp);
   TORCH_CHECK(scores.is_cpu(), kOp, ": runs on the CPU only, got ", scores.device());
   if (scores.numel() == 0) return;
   const int64_t rows = scores.size(1), cols = scores.size(2), num_labels = qa.size(2);
