@@ -124,8 +124,31 @@ QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Devi
   out.start = span.select(1, 0);
   out.end = span.select(1, 1);
   out.long_score = at::linear(context, long_w_, long_b_).squeeze(1);
-  out.type = at::linear(type_input, type_w_, type_b_);
+  out.type = at::linear(
+      config_.answer_type_reads_paragraph
+          ? type_input + ReadLongAnswerParagraph(context, out.long_score, batch, out.context_begin)
+          : type_input,
+      type_w_, type_b_);
   return out;
+}
+
+at::Tensor QaModel::ReadLongAnswerParagraph(const at::Tensor& context, const at::Tensor& long_score,
+                                            const std::vector<QaModelInput>& batch,
+                                            const std::vector<int64_t>& context_begin) const {
+  std::vector<at::Tensor> reads;
+  for (size_t r = 0; r < batch.size(); ++r) {
+    std::vector<int64_t> rows;
+    for (const int64_t t : batch[r].document->paragraph_token) rows.push_back(context_begin[r] + t);
+    if (rows.empty()) {  // an empty document: nothing to read
+      reads.push_back(at::zeros({context.size(1)}, context.options()));
+      continue;
+    }
+    const at::Tensor index = Upload(rows, context.device());
+    // The long-answer softmax picks where to read; the type loss does not train it.
+    const at::Tensor weights = at::softmax(long_score.detach().index_select(0, index), 0);
+    reads.push_back(at::matmul(weights.to(context.scalar_type()), context.index_select(0, index)));
+  }
+  return at::stack(reads);
 }
 
 }  // namespace longqa

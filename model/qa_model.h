@@ -63,6 +63,12 @@ class QaModel {
                                               const at::Device& device, const StopCheck& stop,
                                               std::vector<int64_t>* context_begin) const;
 
+  // config answer_type_reads_paragraph: per request, the paragraph tokens' states [n, d] weighted
+  // by the softmax of their long-answer scores.
+  at::Tensor ReadLongAnswerParagraph(const at::Tensor& context, const at::Tensor& long_score,
+                                     const std::vector<QaModelInput>& batch,
+                                     const std::vector<int64_t>& context_begin) const;
+
   ModelConfig config_;
   std::unique_ptr<ClusterFormerEncoder> cluster_former_;  // one of the two is set
   std::unique_ptr<EtcEncoder> etc_;

@@ -84,6 +84,11 @@ struct ModelConfig {
   // Cluster-Former: how a request's window CLS states become the answer-type head's input:
   // "mean" (the first demo model) or "max" (element-wise; does not fade as windows multiply).
   std::string answer_type_pooling = "mean";
+  // Adds to the answer-type head's input what the long-answer head points at: the paragraph
+  // tokens' states weighted by the long-answer softmax (no gradient through the weights). A
+  // yes/no answer is a property of one paragraph, which a pooled CLS state did not learn to
+  // carry (docs/demo-model.md). qa_format nq only.
+  bool answer_type_reads_paragraph = false;
   QaFormat qa_format = QaFormat::kNq;
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.

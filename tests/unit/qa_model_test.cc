@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "tests/unit/test_model.h"
 
@@ -51,6 +55,74 @@ TEST(QaModelTest, AnswerTypeReadsTheMeanOrTheMaxOfTheWindowClsStates) {
                                        weights.at("answer_type.bias"));
     EXPECT_TRUE(at::allclose(type, want, 1e-5, 1e-6)) << pooling << "\n" << type << want;
   }
+}
+
+// A document with a paragraph token (special.paragraph) at each of `starts`.
+TokenizedDocument DocWithParagraphs(int tokens, int seed, const std::vector<int64_t>& starts,
+                                    int32_t paragraph_id) {
+  TokenizedDocument doc = Doc(tokens, seed);
+  for (const int64_t t : starts) doc.ids[t] = paragraph_id;
+  doc.paragraph_token = starts;
+  return doc;
+}
+
+TEST(QaModelTest, AnswerTypeCanReadTheLongAnswerParagraphs) {
+  ModelConfig config = TinyConfig("SS", 8, 6);
+  config.answer_type_pooling = "max";
+  config.answer_type_reads_paragraph = true;
+  ASSERT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  TensorMap weights = SpreadWeights(config, 11);
+  for (auto& [name, t] : weights) t.requires_grad_(true);
+  const QaModel model(config, weights);
+  const std::vector<int32_t> question = {config.special.cls, 9, 10, config.special.sep};
+  const int32_t p = config.special.paragraph;
+  const TokenizedDocument a = DocWithParagraphs(30, 1, {0, 6, 13, 21}, p);
+  const TokenizedDocument b = DocWithParagraphs(5, 2, {0}, p);
+  const std::vector<QaModelInput> batch = {{&question, &a}, {&question, &b}};
+  const QaLogits logits = model.Forward(batch, at::kCPU);
+  // The long-answer head gets no gradient from the type logits (its softmax only says where to
+  // read); the encoder and the type head do.
+  const std::vector<at::Tensor> grads = torch::autograd::grad(
+      {logits.type.sum()}, {weights.at("long_answer.weight"), weights.at("answer_type.weight")},
+      /*grad_outputs=*/{}, /*retain_graph=*/false, /*create_graph=*/false,
+      /*allow_unused=*/true);
+  EXPECT_FALSE(grads[0].defined() && grads[0].abs().sum().item<double>() > 0);
+  ASSERT_TRUE(grads[1].defined());
+  EXPECT_GT(grads[1].abs().sum().item<double>(), 0);
+
+  // Reference: the encoder's states; per request the max of its window CLS rows plus its
+  // paragraph-token rows weighted by the softmax of their long-answer scores, then the type head.
+  at::NoGradGuard no_grad;
+  const WindowPlan plan = PlanWindows(MakeWindowInputs(config, batch), config.window_tokens,
+                                      config.stride_tokens, config.special.pad);
+  const ClusterFormerEncoder encoder(config, weights);
+  const at::Tensor hbar = encoder.Forward(plan, at::kCPU, nullptr).to(at::kDouble);
+  const auto w = [&](const char* name) { return weights.at(name).detach().to(at::kDouble); };
+  std::vector<at::Tensor> inputs;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<int64_t> cls_rows(plan.cls_rows.begin() + plan.windows_begin[r],
+                                  plan.cls_rows.begin() + plan.windows_begin[r + 1]);
+    at::Tensor input = std::get<0>(hbar.index_select(0, at::tensor(cls_rows, at::kLong)).max(0));
+    const TokenizedDocument& doc = r == 0 ? a : b;
+    std::vector<double> scores;
+    for (const int64_t t : doc.paragraph_token) {
+      const at::Tensor state = hbar[plan.context_rows[plan.context_begin[r] + t]];
+      scores.push_back(
+          (state.dot(w("long_answer.weight")[0]) + w("long_answer.bias")[0]).item<double>());
+    }
+    const double top = *std::max_element(scores.begin(), scores.end());
+    double total = 0;
+    for (double& s : scores) total += (s = std::exp(s - top));
+    for (size_t i = 0; i < scores.size(); ++i) {
+      const int64_t row = plan.context_rows[plan.context_begin[r] + doc.paragraph_token[i]];
+      input = input + hbar[row] * (scores[i] / total);
+    }
+    inputs.push_back(input);
+  }
+  const at::Tensor want =
+      at::linear(at::stack(inputs), w("answer_type.weight"), w("answer_type.bias"));
+  EXPECT_TRUE(at::allclose(logits.type.detach().to(at::kDouble), want, 1e-5, 1e-6))
+      << logits.type << want;
 }
 
 TEST(QaModelTest, SquadWindowsEachComputeWhatTheWindowAloneComputes) {
