@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Turns trained MiniLM variants (tools/train_minilm.sh) into servable models and scores them:
-# the null threshold chosen on the 2k-8k-token dev set (`longqa eval --calibrate_null`), the
-# folder written in fp16 with it (tools/ship_model.py), fp16 checked against fp32 on that dev
-# set, then the test split (8k-32k tokens, held-out names and phrasings) per question kind.
+# the null threshold chosen on the dev set of 8k-32k-token documents, the test split's lengths
+# (`longqa eval --calibrate_null`; chosen on 2k-8k documents it nulled twice as many answerable
+# 8k-32k questions: docs/demo-model.md), the folder written in fp16 with it
+# (tools/ship_model.py), fp16 checked against fp32 on that dev set, then the test split (8k-32k
+# tokens, held-out names and phrasings) per question kind.
 # Usage: tools/ship_minilm.sh [VARIANT...]   (default: sliding cluster_former etc; env WORK,
 # BUILD, THREADS, DEV_EXAMPLES / TEST_EXAMPLES: the first N examples of each split, default all;
+# DEV_SPLIT: the dev set's folder under WORK/data, default long (mid: the 2k-8k set);
 # CHECKPOINTS: where the trained variants are, default WORK)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,7 +20,7 @@ mkdir -p "$OUT/eval"
 test_gold="$OUT/eval/test.jsonl"
 dev_gold="$OUT/eval/dev.jsonl"
 head -n "${TEST_EXAMPLES:-1000000}" "$WORK/data/long/test.jsonl" > "$test_gold"
-head -n "${DEV_EXAMPLES:-1000000}" "$WORK/data/mid/dev.jsonl" > "$dev_gold"
+head -n "${DEV_EXAMPLES:-1000000}" "$WORK/data/${DEV_SPLIT:-long}/dev.jsonl" > "$dev_gold"
 for v in "${@:-sliding cluster_former etc}"; do
   for variant in $v; do
     # 1. The threshold, on dev, with the fp32 checkpoint.
