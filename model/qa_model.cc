@@ -78,18 +78,20 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
   out->context_begin = plan.context_begin;
   // Answer type from each request's window CLS rows: their mean (an overlap_merge over them) or
   // their element-wise max (config answer_type_pooling: the mean fades as windows multiply).
-  const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
+  // Left undefined for "paragraph": Forward reads the long-answer paragraph instead.
   at::Tensor type_input;
   if (config_.answer_type_pooling == "max") {
+    const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
     std::vector<at::Tensor> pooled;
     for (size_t r = 0; r + 1 < plan.windows_begin.size(); ++r) {
       pooled.push_back(
           std::get<0>(cls.slice(0, plan.windows_begin[r], plan.windows_begin[r + 1]).max(0)));
     }
     type_input = at::stack(pooled);
-  } else {
+  } else if (config_.answer_type_pooling == "mean") {
     type_input = OverlapMergeTrainable(
-        cls, Upload(plan.windows_begin, device),
+        GatherRowsTrainable(hbar, Upload(plan.cls_rows, device)),
+        Upload(plan.windows_begin, device),
         at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
   }
   return {GatherRowsTrainable(hbar, Upload(plan.context_rows, device)), type_input};
@@ -124,11 +126,11 @@ QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Devi
   out.start = span.select(1, 0);
   out.end = span.select(1, 1);
   out.long_score = at::linear(context, long_w_, long_b_).squeeze(1);
-  out.type = at::linear(
-      config_.answer_type_reads_paragraph
-          ? type_input + ReadLongAnswerParagraph(context, out.long_score, batch, out.context_begin)
-          : type_input,
-      type_w_, type_b_);
+  out.type =
+      at::linear(config_.answer_type_pooling == "paragraph"
+                     ? ReadLongAnswerParagraph(context, out.long_score, batch, out.context_begin)
+                     : type_input,
+                 type_w_, type_b_);
   return out;
 }
 

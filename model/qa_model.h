@@ -63,7 +63,7 @@ class QaModel {
                                               const at::Device& device, const StopCheck& stop,
                                               std::vector<int64_t>* context_begin) const;
 
-  // config answer_type_reads_paragraph: per request, the paragraph tokens' states [n, d] weighted
+  // answer_type_pooling "paragraph": per request, the paragraph tokens' states [n, d] weighted
   // by the softmax of their long-answer scores.
   at::Tensor ReadLongAnswerParagraph(const at::Tensor& context, const at::Tensor& long_score,
                                      const std::vector<QaModelInput>& batch,

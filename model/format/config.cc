@@ -131,11 +131,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     }
   }
   if (c.max_question_tokens <= 0) return bad("max_question_tokens", "must be positive");
-  if (c.answer_type_pooling != "mean" && c.answer_type_pooling != "max") {
-    return bad("answer_type_pooling", "must be \"mean\" or \"max\"");
+  if (c.answer_type_pooling != "mean" && c.answer_type_pooling != "max" &&
+      c.answer_type_pooling != "paragraph") {
+    return bad("answer_type_pooling", "must be \"mean\", \"max\" or \"paragraph\"");
   }
-  if (c.answer_type_reads_paragraph && c.qa_format != QaFormat::kNq) {
-    return bad("answer_type_reads_paragraph", "needs qa_format \"nq\" (paragraph tokens)");
+  if (c.answer_type_pooling == "paragraph" && c.qa_format != QaFormat::kNq) {
+    return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
   if (c.qa_format == QaFormat::kSquad &&
@@ -239,8 +240,6 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
-  LONGQA_RETURN_IF_ERROR(
-      Read(j, "answer_type_reads_paragraph", &c.answer_type_reads_paragraph, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
   std::string qa_format = QaFormatName(c.qa_format);
   LONGQA_RETURN_IF_ERROR(Read(j, "qa_format", &qa_format, false));
@@ -308,7 +307,6 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["max_question_tokens"] = c.max_question_tokens;
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
-  j["answer_type_reads_paragraph"] = c.answer_type_reads_paragraph;
   j["null_threshold"] = c.null_threshold;
   j["qa_format"] = QaFormatName(c.qa_format);
   j["tokenizer"] = c.tokenizer;

@@ -81,14 +81,13 @@ struct ModelConfig {
   // embeddings.exact_match_embeddings) added to every document token whose piece also occurs in
   // the question. Off in converted checkpoints; the demo model uses it.
   bool exact_match_feature = false;
-  // Cluster-Former: how a request's window CLS states become the answer-type head's input:
-  // "mean" (the first demo model) or "max" (element-wise; does not fade as windows multiply).
+  // The answer-type head's input. Cluster-Former: a request's window CLS states pooled, "mean"
+  // (the first demo model) or "max" (element-wise; does not fade as windows multiply); ETC: its
+  // global CLS state. Either architecture, qa_format nq: "paragraph", what the long-answer head
+  // points at: the paragraph tokens' states weighted by the long-answer softmax (no gradient
+  // through the weights). A yes/no answer is a property of one paragraph, which pooled CLS states
+  // of many windows did not learn to carry (docs/demo-model.md).
   std::string answer_type_pooling = "mean";
-  // Adds to the answer-type head's input what the long-answer head points at: the paragraph
-  // tokens' states weighted by the long-answer softmax (no gradient through the weights). A
-  // yes/no answer is a property of one paragraph, which a pooled CLS state did not learn to
-  // carry (docs/demo-model.md). qa_format nq only.
-  bool answer_type_reads_paragraph = false;
   QaFormat qa_format = QaFormat::kNq;
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.

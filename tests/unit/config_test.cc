@@ -92,6 +92,7 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"tokenizer", "vocab.txt"},
       {"untrained_heads", {"pooler"}},
       {"null_threshold", "high"},
+      {"answer_type_pooling", "attention"},
       // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
       {"hidden_size", 4.4e30},
       {"hidden_size", 16.0},
@@ -127,6 +128,11 @@ TEST(ConfigTest, QaFormatRoundTripsAndSquadNeedsIndependentSlidingWindows) {
   clustered.qa_format = QaFormat::kSquad;
   clustered.max_position_embeddings += 1;
   EXPECT_NE(ValidateModelConfig(clustered).message().find("'qa_format'"), std::string::npos);
+  c.max_position_embeddings += 1;
+  c.answer_type_pooling = "paragraph";  // squad documents have no paragraph tokens
+  EXPECT_NE(ValidateModelConfig(c).message().find("'answer_type_pooling'"), std::string::npos);
+  c.qa_format = QaFormat::kNq;
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c);
 }
 
 TEST(ConfigTest, ArchitectureNamesRoundTrip) {
