@@ -1,5 +1,6 @@
-// QaModel's answer-type input for Cluster-Former, both poolings of the window CLS states,
-// against the encoder's own states pooled here with plain tensor ops.
+// QaModel's answer-type input for Cluster-Former (both poolings of the window CLS states, and the
+// read of the long-answer paragraph) against the encoder's own states pooled here with plain
+// tensor ops; squad-format windows against each window run alone.
 #include "model/qa_model.h"
 
 #include <ATen/ATen.h>
