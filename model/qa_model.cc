@@ -80,19 +80,20 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
   // their element-wise max (config answer_type_pooling: the mean fades as windows multiply).
   // Left undefined for "paragraph": Forward reads the long-answer paragraph instead.
   at::Tensor type_input;
-  if (config_.answer_type_pooling == "max") {
+  if (config_.answer_type_pooling != "paragraph") {
     const at::Tensor cls = GatherRowsTrainable(hbar, Upload(plan.cls_rows, device));
-    std::vector<at::Tensor> pooled;
-    for (size_t r = 0; r + 1 < plan.windows_begin.size(); ++r) {
-      pooled.push_back(
-          std::get<0>(cls.slice(0, plan.windows_begin[r], plan.windows_begin[r + 1]).max(0)));
+    if (config_.answer_type_pooling == "max") {
+      std::vector<at::Tensor> pooled;
+      for (size_t r = 0; r + 1 < plan.windows_begin.size(); ++r) {
+        pooled.push_back(
+            std::get<0>(cls.slice(0, plan.windows_begin[r], plan.windows_begin[r + 1]).max(0)));
+      }
+      type_input = at::stack(pooled);
+    } else {
+      type_input = OverlapMergeTrainable(
+          cls, Upload(plan.windows_begin, device),
+          at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
     }
-    type_input = at::stack(pooled);
-  } else if (config_.answer_type_pooling == "mean") {
-    type_input = OverlapMergeTrainable(
-        GatherRowsTrainable(hbar, Upload(plan.cls_rows, device)),
-        Upload(plan.windows_begin, device),
-        at::arange(plan.num_windows, at::TensorOptions(at::kLong).device(device)));
   }
   return {GatherRowsTrainable(hbar, Upload(plan.context_rows, device)), type_input};
 }
