@@ -63,6 +63,10 @@ at::Tensor RelativeLabelGather(const at::Tensor& qa, const at::Tensor& labels);
 // of a wider buffer is fine), qa [H, R, L], labels [P, C] int64 in [-1, L).
 void EtcLabelBias(const at::Tensor& scores, const at::Tensor& qa, const at::Tensor& labels,
                   int64_t row0, const at::Tensor& slot_rows);
+// The same on the CPU through the per-element core that the CUDA launcher runs (etc_score_bias.h),
+// for tests: EtcLabelBias's CPU launcher takes a faster row form.
+void EtcLabelBiasByElement(const at::Tensor& scores, const at::Tensor& qa, const at::Tensor& labels,
+                           int64_t row0, const at::Tensor& slot_rows);
 
 // ETC's "part of" term, in place: scores[h, r, c] += qa[h, r, part_of] when
 // lo[r] <= col0 + c < hi[r], else qa[h, r, not_part_of]; with mask_outside, -1e30 outside that

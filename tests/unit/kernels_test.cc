@@ -198,27 +198,30 @@ TEST_P(EtcScoreBiasTest, LabelBiasAddsEachPairsLabelScoreAndMasksClosedPairs) {
   const int64_t period = 4, row0 = 6, slot_table_rows = (row0 + kRows - 1) / period + 1;
   const at::Tensor labels = at::randint(-1, kLabels, {period, kCols}, at::kLong);
   const at::Tensor slot_rows = at::randint(-1, 3, {slot_table_rows * kCols}, at::kLong);
-  EtcLabelBias(Slice(), qa_, labels.to(GetParam().device), row0, slot_rows.to(GetParam().device));
   // Reference: every query row's label row and slot row written out, then one gather.
   const at::Tensor query = at::arange(row0, row0 + kRows, at::kLong);
   const at::Tensor label = labels.index_select(0, query.remainder(period));  // [R, C]
   const at::Tensor slot =
       slot_rows.view({slot_table_rows, kCols}).index_select(0, query.div(period, "floor"));
-  const at::Tensor open = label.ge(0).logical_and(slot.ge(0));
-  const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
-  const at::Tensor gathered =
-      qa.gather(2, label.clamp_min(0).unsqueeze(0).expand({kHeads, kRows, kCols}));
-  const at::Tensor base = before_.narrow(2, kFirstCol, kCols);
-  ExpectSlice(at::where(open.unsqueeze(0), base + gathered, at::full({1}, -1e30, at::kDouble)));
-  // Without a slot table only the labels close pairs.
-  SetUp();
-  EtcLabelBias(Slice(), qa_, labels.to(GetParam().device), row0, at::Tensor());
-  const at::Tensor qa2 = qa_.to(at::kCPU).to(at::kDouble);
-  ExpectSlice(
-      at::where(label.ge(0).unsqueeze(0),
-                before_.narrow(2, kFirstCol, kCols) +
-                    qa2.gather(2, label.clamp_min(0).unsqueeze(0).expand({kHeads, kRows, kCols})),
-                at::full({1}, -1e30, at::kDouble)));
+  // On the CPU both launchers: the row form it runs and the per-element core CUDA runs.
+  const bool cpu = GetParam().device == at::kCPU;
+  for (const bool by_element : cpu ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    const auto op = by_element ? EtcLabelBiasByElement : EtcLabelBias;
+    for (const bool with_slots : {true, false}) {
+      SCOPED_TRACE(std::string(with_slots ? "slot table" : "no slot table") +
+                   (by_element ? ", by element" : ""));
+      SetUp();
+      op(Slice(), qa_, labels.to(GetParam().device), row0,
+         with_slots ? slot_rows.to(GetParam().device) : at::Tensor());
+      // Without a slot table only the labels close pairs.
+      const at::Tensor open = with_slots ? label.ge(0).logical_and(slot.ge(0)) : label.ge(0);
+      const at::Tensor qa = qa_.to(at::kCPU).to(at::kDouble);
+      const at::Tensor gathered =
+          qa.gather(2, label.clamp_min(0).unsqueeze(0).expand({kHeads, kRows, kCols}));
+      const at::Tensor base = before_.narrow(2, kFirstCol, kCols);
+      ExpectSlice(at::where(open.unsqueeze(0), base + gathered, at::full({1}, -1e30, at::kDouble)));
+    }
+  }
 }
 
 TEST_P(EtcScoreBiasTest, MembershipBiasIsPartOfInsideTheRowsRangeAndNotPartOfElsewhere) {
@@ -367,6 +370,9 @@ TEST_P(KernelOpTest, BadInputsFailWithMessages) {
   EXPECT_THROW(EtcLabelBias(Random({1, 2, 3}), Random({1, 2, 4}), Long({0, 4, 1}).view({1, 3}), 0,
                             at::Tensor()),
                c10::Error);  // label 4 of 4
+  EXPECT_THROW(EtcLabelBiasByElement(Random({1, 2, 3}), Random({1, 2, 4}),
+                                     Long({0, -2, 1}).view({1, 3}), 0, at::Tensor()),
+               c10::Error);  // label -2
   EXPECT_THROW(
       EtcMembershipBias(Random({1, 2, 3}), Random({1, 2, 4}), 1, 2, Long({0}), Long({1}), 0, false),
       c10::Error);  // one range for two rows
