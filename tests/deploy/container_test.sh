@@ -81,7 +81,8 @@ podman --runtime=runc healthcheck run "$name" ||
 echo "container_test: image HEALTHCHECK passes"
 podman --runtime=runc exec "$name" longqa version
 
-# The README's three sample questions, through the container's port.
+# The README's sample questions, through the container's port. An answer is the short answer's
+# text, or YES, NO or NONE (no answer) for the other answer types, as demo_model_test reads them.
 "$root/.venv/bin/python" - "$cli" "$target" "$root/models/demo" <<'PY'
 import json, subprocess, sys
 cli, target, model = sys.argv[1:]
@@ -89,9 +90,14 @@ for item in json.load(open(f"{model}/sample_questions.json")):
     out = subprocess.run([cli, "ask", f"--target={target}", "--question", item["question"],
                           "--file", f"{model}/sample.txt", "--json"],
                          check=True, capture_output=True, text=True).stdout
-    shorts = [s["text"] for s in json.loads(out).get("short_answers", [])]
-    assert shorts and shorts[0] == item["answer"], (item, out)
-    print(f"container_test: {item['question']!r} -> {shorts[0]!r}")
+    answer = json.loads(out)
+    kind = answer["answer_type"]
+    if kind == "SHORT":
+        got = answer["short_answers"][0]["text"]
+    else:
+        got = {"YES": "YES", "NO": "NO", "NO_ANSWER": "NONE"}.get(kind, kind)
+    assert got == item["answer"], (item, out)
+    print(f"container_test: {item['question']!r} -> {got!r}")
 PY
 
 # The HTTP/JSON API through the container's port: ready, and the first sample question.
