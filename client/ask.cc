@@ -89,14 +89,17 @@ int RunAsk(int argc, char** argv) {
                 l.paragraph_index(), static_cast<unsigned long long>(l.byte_begin()),
                 static_cast<unsigned long long>(l.byte_end()), l.score(),
                 Trimmed(l.text(), 400).c_str());
+    // Under YES, NO or LONG_ONLY the spans are diagnostics (qa.proto), not the answer.
+    const bool short_answer = r.answer_type() == v1::ANSWER_TYPE_SHORT;
     for (int i = 0; i < r.short_answers_size(); ++i) {
       const auto& s = r.short_answers(i);
-      std::printf("%s: \"%s\" (bytes %llu-%llu, score %.2f)\n  %s\n",
-                  i == 0 ? "short answer" : "  candidate", s.text().c_str(),
-                  static_cast<unsigned long long>(s.byte_begin()),
-                  static_cast<unsigned long long>(s.byte_end()), s.score(),
-                  Highlight(text, l.byte_begin(), l.byte_end(), s.byte_begin(), s.byte_end(), color)
-                      .c_str());
+      std::printf(
+          "%s: \"%s\" (bytes %llu-%llu, score %.2f)\n  %s\n",
+          i > 0 ? "  candidate" : (short_answer ? "short answer" : "best span (not the answer)"),
+          s.text().c_str(), static_cast<unsigned long long>(s.byte_begin()),
+          static_cast<unsigned long long>(s.byte_end()), s.score(),
+          Highlight(text, l.byte_begin(), l.byte_end(), s.byte_begin(), s.byte_end(), color)
+              .c_str());
     }
   }
   if (r.question_truncated()) std::printf("note: the server truncated the question\n");

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,22 @@ TEST_F(CliTest, AskPrintsTheAnswerAndJson) {
       std::string(kDocument).substr(s["byte_begin"].get<size_t>(),
                                     s["byte_end"].get<size_t>() - s["byte_begin"].get<size_t>()));
   EXPECT_LE(j["short_answers"].size(), 3u);
+}
+
+// Under a YES answer the span the CLI lists is a diagnostic, and it says so (the shipped model
+// answers this README sample question YES: demo_model_test).
+TEST(CliAskTest, LabelsTheSpanUnderAYesAnswerAsNotTheAnswer) {
+  const char* source = std::getenv("LONGQA_SOURCE_DIR");  // set by CTest
+  const std::string demo = std::string(source != nullptr ? source : ".") + "/models/demo";
+  ServerProcess server({"--model_dir=" + demo});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const CliRun run =
+      Cli("ask --target=" + server.address() +
+          " --question='Was Unyar Ulmbri born in Weslim?' --file=" + demo + "/sample.txt");
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("answer: YES"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("best span (not the answer): "), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("short answer:"), std::string::npos) << run.out;
 }
 
 TEST_F(CliTest, ExitCodesSayWhatWentWrong) {
