@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "kernels/ops.h"
+#include "model/encoders/etc_plan.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/encoders/window_plan.h"
 #include "model/format/weights.h"
@@ -99,27 +99,22 @@ int main(int argc, char** argv) {
   Row("relative_label_gather (ETC)", rel_s, double(x) * 12 * 255 * 4 * 2, copy_bps);
 
   // ETC's relative-label term on one chunk of long queries' local scores (r 84: blocks of 85, the
-  // three neighbouring blocks' 255 keys, 27 labels, 8 blocks), the CPU's row form beside the
-  // per-element core the CUDA launcher runs.
-  const int64_t block = 85, label_rows = 8 * block, label_cols = 3 * block;
-  // The labels as etc_plan.cc writes them (clip 12: labels 0-24, -1 beyond the radius) and the
-  // slot table of a document's first blocks (the first block's left neighbour is padding).
-  std::vector<int64_t> label_table(block * label_cols), slot_table(9 * label_cols);
-  for (int64_t query = 0; query < block; ++query) {
-    for (int64_t slot = 0; slot < label_cols; ++slot) {
-      const int64_t delta = slot - block - query;
-      label_table[query * label_cols + slot] =
-          std::abs(delta) <= block - 1 ? std::clamp<int64_t>(delta, -12, 12) + 12 : -1;
-    }
-  }
-  for (int64_t i = 0; i < 9 * label_cols; ++i) {
-    const int64_t key = (i / label_cols - 1) * block + i % label_cols;
-    slot_table[i] = key >= 0 ? key : -1;
-  }
-  const at::Tensor local_labels = at::tensor(label_table, at::kLong).view({block, label_cols});
-  const at::Tensor block_index = at::tensor(slot_table, at::kLong);
+  // three neighbouring blocks' 255 keys, 27 labels, 8 blocks) with the label and slot tables
+  // etc_plan.cc makes for an 8-block document, the CPU's row form beside the per-element core the
+  // CUDA launcher runs.
+  longqa::ModelConfig etc_config;
+  etc_config.architecture = longqa::Architecture::kEtc;
+  etc_config.etc.radius = 84;
+  etc_config.etc.relative_clip = 12;
+  const int64_t block = etc_config.etc.radius + 1, label_rows = 8 * block;
+  const longqa::EtcRequestPlan etc_plan = longqa::PlanEtcRequest(
+      etc_config, longqa::MakeEtcInput(etc_config, {7}, std::vector<int32_t>(label_rows, 9),
+                                       std::vector<int64_t>(label_rows, 0), 1));
+  const at::Tensor local_labels =
+      at::tensor(etc_plan.local_labels, at::kLong).view({block, 3 * block});
+  const at::Tensor block_index = at::tensor(etc_plan.block_index, at::kLong);
   for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-    const at::Tensor scores = at::randn({12, label_rows, label_cols}).to(dtype);
+    const at::Tensor scores = at::randn({12, label_rows, 3 * block}).to(dtype);
     const at::Tensor label_qa = at::randn({12, label_rows, 27}).to(dtype);
     const double bytes = 2.0 * scores.numel() * scores.element_size();
     const bool bf16 = dtype == at::kBFloat16;
