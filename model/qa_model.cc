@@ -110,7 +110,9 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
   }
   const EtcOutput out = etc_->Forward(inputs, device, stop);
   *context_begin = out.long_begin;
-  // Answer type from the global CLS token (the first global token of each request).
+  // Answer type from the global CLS token (the first global token of each request); left
+  // undefined for "paragraph", as in EncodeClusterFormer.
+  if (config_.answer_type_pooling == "paragraph") return {out.long_states, at::Tensor()};
   const std::vector<int64_t> cls_rows(out.global_begin.begin(), out.global_begin.end() - 1);
   return {out.long_states, GatherRowsTrainable(out.global_states, Upload(cls_rows, device))};
 }
