@@ -1,6 +1,7 @@
 #include "model/encoders/etc_encoder.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 #include "model/encoders/transformer_layer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 #include <stdexcept>

@@ -2,6 +2,7 @@
 // with every pair's relative label and mask written out one pair at a time (no blocking, no
 // gathers). The model runs blocked l2l attention in fp32, in chunks: tolerance 2e-4 absolute.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <random>
