@@ -39,7 +39,7 @@ int RunInfo(int argc, char** argv) {
   }
   std::cout << "model " << info.name() << ": " << info.architecture() << ", layers "
             << info.layer_plan() << ", d=" << info.hidden_size() << ", vocab " << info.vocab_size()
-            << ", device " << info.device() << "\n";
+            << ", device " << info.device() << ", precision " << info.precision() << "\n";
   if (info.window_tokens() > 0) {
     std::cout << "windows: l=" << info.window_tokens() << " m=" << info.stride_tokens() << "\n";
   }

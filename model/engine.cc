@@ -12,11 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "base/rate_limited_log.h"
 #include "base/status_macros.h"
+#include "model/compute_info.h"
 #include "model/decode_squad.h"
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/format/model_folder.h"
 #include "model/memory_estimate.h"
+#include "model/precision_choice.h"
 
 namespace longqa {
 
@@ -73,9 +75,18 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::FailedPreconditionError(
         "precision int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
   }
+  PrecisionChoice choice;
+  if (options.precision) {
+    choice.precision = *options.precision;
+  } else {
+    choice = ChoosePrecision(config.default_precision, device.is_cuda(), DescribeCompute().isa,
+                             Int8LinearAvailable());
+  }
   try {
-    return std::unique_ptr<Engine>(
-        new Engine(config, weights, std::move(tokenizer), device, options.precision));
+    std::unique_ptr<Engine> engine(
+        new Engine(config, weights, std::move(tokenizer), device, choice.precision));
+    engine->precision_reason_ = choice.reason;
+    return engine;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot build the model: ", e.what()));
   }
@@ -83,7 +94,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
 
 Engine::Engine(const ModelConfig& config, const TensorMap& weights,
                std::unique_ptr<Tokenizer> tokenizer, const at::Device& device, Precision precision)
-    : config_(config), tokenizer_(std::move(tokenizer)), device_(device) {
+    : config_(config), tokenizer_(std::move(tokenizer)), device_(device), precision_(precision) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
   model_ = std::make_unique<QaModel>(config_, weights_, precision);
   row_blocks_ = RunsInRowBlocks(precision, device);

@@ -9,6 +9,7 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ struct PreparedRequest {
 };
 
 struct EngineOptions {
-  int threads = 0;                         // intra-op threads; 0 = all CPUs
-  std::string device = "cpu";              // "cpu" or "cuda[:N]"
-  Precision precision = Precision::kFp32;  // kInt8: CPU only (model/encoders/int8_linear.h)
+  int threads = 0;             // intra-op threads; 0 = all CPUs
+  std::string device = "cpu";  // "cpu" or "cuda[:N]"
+  // kInt8: CPU only (model/encoders/int8_linear.h). Unset ("auto"): the model's default_precision
+  // where the device runs it natively, else fp32 (model/precision_choice.h).
+  std::optional<Precision> precision = Precision::kFp32;
 };
 
 // A failure inside the model, as the caller's status: RESOURCE_EXHAUSTED for an allocation
@@ -89,6 +92,9 @@ class Engine {
   const ModelConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const at::Device& device() const { return device_; }
+  Precision precision() const { return precision_; }
+  // How precision() was chosen when the options left it unset; empty when they named it.
+  const std::string& precision_reason() const { return precision_reason_; }
 
  private:
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
@@ -102,6 +108,8 @@ class Engine {
   TensorMap weights_;  // on device_
   std::unique_ptr<QaModel> model_;
   bool row_blocks_ = false;  // the layers' inference path runs in row blocks (memory estimate)
+  Precision precision_;
+  std::string precision_reason_;
 };
 
 }  // namespace longqa

@@ -13,8 +13,10 @@ ABSL_FLAG(std::string, http_listen, "",
           "host:port of the HTTP/JSON API (POST /v1/answer, GET /v1/model, /healthz, /readyz: "
           "docs/http-api.md); empty (the default) disables it");
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
-ABSL_FLAG(std::string, precision, "fp32",
-          "Encoder arithmetic: fp32; bf16 (dense layers and attention GEMMs in bf16, residuals and "
+ABSL_FLAG(std::string, precision, "auto",
+          "Encoder arithmetic: auto (the model folder's default_precision where the device runs "
+          "it natively, else fp32; docs/model-format.md); fp32; bf16 (dense layers and attention "
+          "GEMMs in bf16, residuals and "
           "LayerNorm in fp32: fast on CPUs with AVX512_BF16 or AMX, and on GPUs); or int8 (CPU: "
           "dense layers with int8 weights and dynamically quantised activations); "
           "docs/perf/README.md");
@@ -101,9 +103,11 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.device = absl::GetFlag(FLAGS_device);
   const std::string precision = absl::GetFlag(FLAGS_precision);
-  const auto parsed = ParsePrecision(precision);
-  if (!parsed) return absl::InvalidArgumentError("--precision must be fp32, bf16 or int8");
-  o.precision = *parsed;
+  if (precision != "auto") {
+    const auto parsed = ParsePrecision(precision);
+    if (!parsed) return absl::InvalidArgumentError("--precision must be auto, fp32, bf16 or int8");
+    o.precision = *parsed;
+  }
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);

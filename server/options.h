@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,8 +17,8 @@ struct ServerOptions {
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
   std::string http_listen;                      // the HTTP/JSON API (http_api.h); empty: off
   std::string device = "cpu";
-  Precision precision = Precision::kFp32;
-  int threads = 0;  // intra-op threads; 0 = all CPUs
+  std::optional<Precision> precision;  // unset: auto (model/precision_choice.h)
+  int threads = 0;                     // intra-op threads; 0 = all CPUs
   // Batching: a batch closes at max_batch_tokens or max_batch_delay_ms after its oldest request.
   int64_t max_batch_tokens = 16384;
   int64_t max_batch_delay_ms = 5;

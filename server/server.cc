@@ -72,7 +72,13 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (options.log_level == "info")
     std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n";
   if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
-  if (options.precision == Precision::kBf16 && s->engine_->device().is_cpu()) {
+  if (options.log_level == "info") {
+    std::cerr << "longqa-server: precision " << PrecisionName(s->engine_->precision())
+              << (options.precision ? " (--precision)"
+                                    : " (auto: " + s->engine_->precision_reason() + ")")
+              << "\n";
+  }
+  if (s->engine_->precision() == Precision::kBf16 && s->engine_->device().is_cpu()) {
     const std::string bf16 = Bf16Warning(compute.isa);
     if (!bf16.empty()) std::cerr << "longqa-server: WARNING: " << bf16 << "\n";
   }

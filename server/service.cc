@@ -388,6 +388,7 @@ v1::ModelInfo QaService::ModelInfo() const {
   info.set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
   info.set_server_version(kVersion);
   info.set_default_null_threshold(static_cast<float>(c.null_threshold));
+  info.set_precision(PrecisionName(engine_.precision()));
   return info;
 }
 

@@ -3,7 +3,8 @@
 # and `longqa eval --group_by kind` (NQ long/short P/R/F1 per question kind).
 # Usage: tools/eval_demo.sh GOLD.jsonl OUT_DIR MODEL_DIR...   (env BUILD, THREADS, EVAL_FLAGS:
 # more `longqa eval` flags, e.g. --calibrate_null, and SERVER_FLAGS: more server flags, e.g.
-# --precision=bf16)
+# --precision=bf16; without it the server serves at its default, auto: a folder's default_precision
+# where the CPU runs it natively, else fp32)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"

@@ -3,12 +3,15 @@
 else, weights stored in half precision, and the null threshold chosen on dev.
 
     tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
+                        [--default_precision fp32|bf16|int8]
 
 Copies config.json (with `null_threshold` set when given: the value `longqa eval
 --calibrate_null` printed on a dev split), the tokenizer file config.json names, and
 model.safetensors with every floating-point tensor cast to --dtype (default f16: half the bytes;
-the server computes in fp32 either way, docs/model-format.md). Optimizer moments, trainer state
-and logs stay behind.
+the server computes in fp32 unless told otherwise, docs/model-format.md). --default_precision sets
+the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively: give
+it only after bench/precision_answers.sh measured that precision's answers against fp32 on dev.
+Optimizer moments, trainer state and logs stay behind.
 
 Python here is a tool, never the server. Needs torch and safetensors.
 """
@@ -31,6 +34,7 @@ def main(argv):
     parser.add_argument("out")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="f16")
     parser.add_argument("--null_threshold", type=float)
+    parser.add_argument("--default_precision", choices=["fp32", "bf16", "int8"])
     args = parser.parse_args(argv)
 
     with open(os.path.join(args.checkpoint, "config.json")) as f:
@@ -39,6 +43,8 @@ def main(argv):
         if not math.isfinite(args.null_threshold):
             parser.error("--null_threshold must be finite")
         config["null_threshold"] = args.null_threshold
+    if args.default_precision is not None:
+        config["default_precision"] = args.default_precision
     tokenizer = config.get("tokenizer", "spm.model")
 
     weights = load_file(os.path.join(args.checkpoint, "model.safetensors"))

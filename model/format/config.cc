@@ -139,6 +139,10 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
+  if (c.default_precision != "fp32" && c.default_precision != "bf16" &&
+      c.default_precision != "int8") {
+    return bad("default_precision", "must be \"fp32\", \"bf16\" or \"int8\"");
+  }
   if (c.qa_format == QaFormat::kSquad &&
       (c.architecture != Architecture::kClusterFormer ||
        c.layers.find_first_not_of('S') != std::string::npos || c.exact_match_feature)) {
@@ -241,6 +245,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "default_precision", &c.default_precision, false));
   std::string qa_format = QaFormatName(c.qa_format);
   LONGQA_RETURN_IF_ERROR(Read(j, "qa_format", &qa_format, false));
   if (!ParseQaFormat(qa_format, &c.qa_format)) {
@@ -308,6 +313,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
   j["null_threshold"] = c.null_threshold;
+  j["default_precision"] = c.default_precision;
   j["qa_format"] = QaFormatName(c.qa_format);
   j["tokenizer"] = c.tokenizer;
   j["untrained_heads"] = c.untrained_heads;

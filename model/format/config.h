@@ -92,6 +92,11 @@ struct ModelConfig {
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.
   double null_threshold = 0.0;
+  // The precision the server's --precision=auto serves in where the device runs it natively
+  // ("fp32", "bf16" or "int8"; model/precision_choice.h). Set when a model is shipped, only after
+  // its answers at that precision were measured against fp32 on its dev set
+  // (bench/precision_answers.sh).
+  std::string default_precision = "fp32";
   SpecialTokens special;
   EtcConfig etc;
   ClusteredAttentionConfig clustered;  // config.json "clustered_attention"

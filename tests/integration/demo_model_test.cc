@@ -5,9 +5,12 @@
 // model that the memory tests use).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "model/engine.h"
 #include "train/training_example.h"
@@ -15,15 +18,20 @@
 namespace longqa {
 namespace {
 
-class DemoModelTest : public ::testing::TestWithParam<std::string> {
+// (model folder, precision): fp32, and "auto" (what longqa-server serves in by default: the
+// folder's default_precision where this CPU runs it natively, model/precision_choice.h).
+class DemoModelTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
   std::string DemoDir() const {
     const char* source = std::getenv("LONGQA_SOURCE_DIR");  // set by CTest
-    return std::string(source != nullptr ? source : ".") + "/models/" + GetParam();
+    return std::string(source != nullptr ? source : ".") + "/models/" + std::get<0>(GetParam());
   }
   std::unique_ptr<Engine> LoadDemo() const {
-    auto engine = Engine::LoadFromDir(DemoDir(), {2, "cpu"});
+    const bool automatic = std::get<1>(GetParam());
+    EngineOptions options{2, "cpu", automatic ? std::nullopt : std::optional(Precision::kFp32)};
+    auto engine = Engine::LoadFromDir(DemoDir(), options);
     if (!engine.ok()) throw std::runtime_error(std::string(engine.status().message()));
+    if (automatic) std::printf("precision %s\n", PrecisionName((*engine)->precision()));
     return std::move(*engine);
   }
 };
@@ -91,7 +99,13 @@ TEST_P(DemoModelTest, ListsNoUntrainedHeads) {
   EXPECT_TRUE(LoadDemo()->config().untrained_heads.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, DemoModelTest, ::testing::Values("demo", "scratch_etc"));
+INSTANTIATE_TEST_SUITE_P(Shipped, DemoModelTest,
+                         ::testing::Combine(::testing::Values("demo", "scratch_etc"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) ? "_auto" : "_fp32");
+                         });
 
 }  // namespace
 }  // namespace longqa

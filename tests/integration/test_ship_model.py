@@ -23,18 +23,24 @@ def ask(port, document_path, *extra):
     return json.loads(out)
 
 
-def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_path):
+def import_and_ship(tmp_path, seed, *ship_flags):
+    """A tiny random BERT QA model imported (fp32 folder) and shipped with `ship_flags`."""
     config = BertConfig(vocab_size=1003, max_position_embeddings=160, **TINY)
     model = BertForQuestionAnswering(config)
-    perturb(model, 5)
-    hf_dir, fp32_dir, fp16_dir = tmp_path / "hf", tmp_path / "fp32", tmp_path / "fp16"
+    perturb(model, seed)
+    hf_dir, fp32_dir, shipped_dir = tmp_path / "hf", tmp_path / "fp32", tmp_path / "shipped"
     model.save_pretrained(hf_dir, safe_serialization=True)
     write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
     import_model(str(hf_dir), str(fp32_dir), "--max_question_tokens=16", "--window_tokens=64",
                  "--stride_tokens=48")
     (fp32_dir / "optimizer.safetensors").write_bytes(b"left behind")  # as a checkpoint has
-    subprocess.run([sys.executable, SHIP, str(fp32_dir), str(fp16_dir), "--null_threshold=0.5"],
+    subprocess.run([sys.executable, SHIP, str(fp32_dir), str(shipped_dir), *ship_flags],
                    check=True, capture_output=True, text=True)
+    return fp32_dir, shipped_dir
+
+
+def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_path):
+    fp32_dir, fp16_dir = import_and_ship(tmp_path, 5, "--null_threshold=0.5")
 
     assert sorted(os.listdir(fp16_dir)) == ["config.json", "model.safetensors", "tokenizer.json"]
     shipped = json.loads((fp16_dir / "config.json").read_text())
@@ -71,5 +77,33 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
         assert forced.get("answerType") != "ANSWER_TYPE_NO_ANSWER", forced
     finally:
         for proc, *_ in servers:
+            proc.terminate()
+            proc.wait()
+
+
+def cpu_has_bf16():
+    """As model/compute_info.cc decides: AVX512_BF16 (AMX CPUs have it too)."""
+    with open("/proc/cpuinfo") as f:
+        return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
+
+
+def test_default_precision_is_what_the_server_serves_in_unless_told(tmp_path):
+    fp32_dir, shipped_dir = import_and_ship(tmp_path, 6, "--default_precision=bf16")
+    assert json.loads((shipped_dir / "config.json").read_text())["default_precision"] == "bf16"
+    # Unset in a folder (here the importer's): fp32.
+    assert "default_precision" not in json.loads((fp32_dir / "config.json").read_text())
+
+    expected = "bf16" if cpu_has_bf16() else "fp32"
+    cases = [(shipped_dir, (), expected, "(auto: the model's default_precision bf16"),
+             (shipped_dir, ("--precision=fp32",), "fp32", "(--precision)"),
+             (fp32_dir, (), "fp32", "(auto: the model's default_precision fp32)")]
+    for folder, flags, precision, reason in cases:
+        proc, port, _, log = start_server(str(folder), *flags)
+        try:
+            assert f"longqa-server: precision {precision} {reason}" in log, log
+            info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port}"], check=True,
+                                  capture_output=True, text=True).stdout
+            assert f"precision {precision}\n" in info, info
+        finally:
             proc.terminate()
             proc.wait()

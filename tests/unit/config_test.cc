@@ -26,7 +26,9 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->tokenizer, "spm.model");
   EXPECT_TRUE(parsed->untrained_heads.empty());
   EXPECT_EQ(parsed->null_threshold, 0.0);
+  EXPECT_EQ(parsed->default_precision, "fp32");
   c.null_threshold = -1.25;
+  c.default_precision = "bf16";
   c.tokenizer = "tokenizer.json";
   c.untrained_heads = {"long_answer", "answer_type"};
   parsed = ParseModelConfig(ModelConfigToJson(c));
@@ -34,6 +36,7 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->tokenizer, "tokenizer.json");
   EXPECT_EQ(parsed->untrained_heads, c.untrained_heads);
   EXPECT_EQ(parsed->null_threshold, -1.25);
+  EXPECT_EQ(parsed->default_precision, "bf16");
 }
 
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
@@ -93,6 +96,7 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"untrained_heads", {"pooler"}},
       {"null_threshold", "high"},
       {"answer_type_pooling", "attention"},
+      {"default_precision", "fp16"},
       // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
       {"hidden_size", 4.4e30},
       {"hidden_size", 16.0},

@@ -11,8 +11,11 @@
 #include <fstream>
 #include <random>
 
+#include "model/compute_info.h"
 #include "model/document.h"
+#include "model/encoders/int8_linear.h"
 #include "model/format/safetensors.h"
+#include "model/precision_choice.h"
 #include "tests/unit/test_model.h"
 
 namespace longqa {
@@ -267,6 +270,34 @@ TEST(EngineTest, AFailureInsideTheModelFailsTheBatchWithInternalAndNeverThrows) 
     EXPECT_EQ(answer.status().code(), absl::StatusCode::kInternal);
     EXPECT_NE(answer.status().message().find("model failed"), std::string::npos);
   }
+}
+
+TEST(EngineTest, UnsetPrecisionServesTheModelsDefaultWhereTheCpuRunsItNatively) {
+  ModelConfig c = TinyConfig("SCS", 24, 16, 3);
+  c.default_precision = "bf16";
+  const TensorMap w = SpreadWeights(c, 8);
+  auto automatic = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu", std::nullopt});
+  ASSERT_TRUE(automatic.ok()) << automatic.status().message();
+  // bf16 on a CPU with AVX512_BF16 or AMX, fp32 elsewhere: what ChoosePrecision says for this one.
+  const PrecisionChoice expected =
+      ChoosePrecision("bf16", false, DescribeCompute().isa, Int8LinearAvailable());
+  EXPECT_EQ((*automatic)->precision(), expected.precision);
+  EXPECT_EQ((*automatic)->precision_reason(), expected.reason);
+  auto named = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu", expected.precision});
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ((*named)->precision(), expected.precision);
+  EXPECT_EQ((*named)->precision_reason(), "");  // named by the caller: nothing to explain
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = Document(4, 30, 3);
+  const auto a = (*automatic)->Answer(r), b = (*named)->Answer(r);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->long_answer.byte_begin, b->long_answer.byte_begin);
+  EXPECT_FLOAT_EQ(a->long_answer.score, b->long_answer.score);
+  // An explicit precision wins over the model's default.
+  auto fp32 = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu", Precision::kFp32});
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ((*fp32)->precision(), Precision::kFp32);
 }
 
 TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {
