@@ -655,7 +655,8 @@ TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
       << bad_batch.log();
   ServerProcess bad_precision({"--model_dir=" + ModelDir(), "--precision=fp8"});
   EXPECT_FALSE(bad_precision.ok());
-  EXPECT_NE(bad_precision.log().find("--precision must be fp32, bf16 or int8"), std::string::npos)
+  EXPECT_NE(bad_precision.log().find("--precision must be auto, fp32, bf16 or int8"),
+            std::string::npos)
       << bad_precision.log();
   ServerProcess no_model({"--model_dir=/nonexistent"});
   EXPECT_FALSE(no_model.ok());
