@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
   if (options.precision) {
     choice.precision = *options.precision;
   } else {
-    choice = ChoosePrecision(config.default_precision, device.is_cuda(), DescribeCompute().isa,
+    choice = ChoosePrecision(config.default_precision, device.is_cuda(), CpuIsa(),
                              Int8LinearAvailable());
   }
   try {

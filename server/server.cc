@@ -69,15 +69,14 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
   // What the math runs on; a BLAS forced below the CPU's speed is said every start.
   const ComputeInfo compute = DescribeCompute();
-  if (options.log_level == "info")
-    std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n";
-  if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
   if (options.log_level == "info") {
-    std::cerr << "longqa-server: precision " << PrecisionName(s->engine_->precision())
+    std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n"
+              << "longqa-server: precision " << PrecisionName(s->engine_->precision())
               << (options.precision ? " (--precision)"
                                     : " (auto: " + s->engine_->precision_reason() + ")")
               << "\n";
   }
+  if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
   if (s->engine_->precision() == Precision::kBf16 && s->engine_->device().is_cpu()) {
     const std::string bf16 = Bf16Warning(compute.isa);
     if (!bf16.empty()) std::cerr << "longqa-server: WARNING: " << bf16 << "\n";

@@ -279,8 +279,7 @@ TEST(EngineTest, UnsetPrecisionServesTheModelsDefaultWhereTheCpuRunsItNatively) 
   auto automatic = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu", std::nullopt});
   ASSERT_TRUE(automatic.ok()) << automatic.status().message();
   // bf16 on a CPU with AVX512_BF16 or AMX, fp32 elsewhere: what ChoosePrecision says for this one.
-  const PrecisionChoice expected =
-      ChoosePrecision("bf16", false, DescribeCompute().isa, Int8LinearAvailable());
+  const PrecisionChoice expected = ChoosePrecision("bf16", false, CpuIsa(), Int8LinearAvailable());
   EXPECT_EQ((*automatic)->precision(), expected.precision);
   EXPECT_EQ((*automatic)->precision_reason(), expected.reason);
   auto named = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu", expected.precision});
