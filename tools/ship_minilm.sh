@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
 WORK="${WORK:-$BUILD/minilm-train}"
-PYTHON="$ROOT/.venv/bin/python"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 OUT="$WORK/shipped"
 CHECKPOINTS="${CHECKPOINTS:-$WORK}"
 mkdir -p "$OUT/eval"

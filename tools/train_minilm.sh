@@ -10,7 +10,8 @@
 # tokens), a periodic dev set of 2,000-8,000 and the dev/test sets of 8,000-32,000 (test: held-out
 # names and phrasings). Re-running resumes each variant from WORK/<variant>.
 # Usage: tools/train_minilm.sh [WORK]  (default build/minilm-train; env STEPS, BUILD, VARIANTS,
-# THREADS)
+# THREADS, DEVICE: cpu or cuda, PYTHON: for the data and the import, default the test venv's,
+# TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -18,7 +19,7 @@ WORK="${1:-$BUILD/minilm-train}"
 STEPS="${STEPS:-2000}"
 THREADS="${THREADS:-1}"
 VARIANTS="${VARIANTS:-sliding cluster_former etc}"
-PYTHON="$ROOT/.venv/bin/python"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 MINILM="$ROOT/third_party/minilm"
 DATA="$WORK/data"
 mkdir -p "$DATA"
@@ -35,8 +36,9 @@ make_split s2 32 4000 100 0 600 2000
 make_split s3 33 2000 100 0 2000 4000
 
 common=(--window_tokens 256 --stride_tokens 224 --max_question_tokens 32)
-init() {  # variant, then import_hf.py flags
+init() {  # variant, then import_hf.py flags: only for the variants trained
   local v="$1"; shift
+  [[ " $VARIANTS " == *" $v "* ]] || return 0
   [[ -s "$WORK/init-$v/model.safetensors" ]] && return
   "$PYTHON" "$ROOT/tools/import_hf.py" "$MINILM" "$WORK/init-$v" "$@"
 }
@@ -45,13 +47,15 @@ init cluster_former --layers SSCSSC --clusters 16 "${common[@]}"
 init etc --architecture etc --max_question_tokens 32 --etc_positions document --etc_max_segments 1
 
 for v in $VARIANTS; do
+  # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/init-$v" --out "$WORK/$v" \
     --stages "$DATA/s1/train.jsonl,$DATA/s2/train.jsonl,$DATA/s3/train.jsonl" \
     --stage_dev "$DATA/s1/dev.jsonl,$DATA/s2/dev.jsonl,$DATA/s3/dev.jsonl" \
     --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 \
     --lr 1e-4 --warmup 100 --advance_accuracy 0.8 --advance_window 300 --min_stage_steps 200 \
     --max_stage_steps 700 --centroid_every 100 --memory 20000 --eval_every 250 \
-    --eval_examples 40 --save_every 50 --threads "$THREADS" --seed 1 >> "$WORK/$v.log" 2>&1 &
+    --eval_examples 40 --save_every 50 --threads "$THREADS" --device "${DEVICE:-cpu}" --seed 1 \
+    ${TRAIN_FLAGS:-} >> "$WORK/$v.log" 2>&1 &
 done
 wait
 echo "trained: $VARIANTS (logs in $WORK/<variant>.log)"

@@ -7,13 +7,14 @@
 #      answer types are learned from the paragraph state too.
 # Each stage starts from the previous one's weights (fresh optimizer); re-running skips the
 # stages that finished. Writes WORK/<variant>-yesno (and WORK/<variant>-yesno-1, -2 on the way).
-# Usage: tools/train_minilm_yesno.sh [VARIANT]   (default cluster_former; env WORK, BUILD, THREADS)
+# Usage: tools/train_minilm_yesno.sh [VARIANT]   (default cluster_former; env WORK, BUILD, THREADS,
+# DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS: more longqa-train flags)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 WORK="${WORK:-$BUILD/minilm-train}"
 VARIANT="${1:-cluster_former}"
-PYTHON="$ROOT/.venv/bin/python"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 DATA="$WORK/data"
 OUT="$WORK/$VARIANT-yesno"
 [[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no trained $WORK/$VARIANT" >&2; exit 1; }
@@ -55,10 +56,12 @@ stage() {  # from, to, steps, stage files, stage dev files, batch tokens, max ba
   local from="$1" to="$2" steps="$3" stages="$4" devs="$5" tokens="$6" batch="$7" lr="$8"
   shift 8
   [[ -s "$to/trainer_state.json" ]] && grep -q "\"step\": $steps\b" "$to/trainer_state.json" && return
+  # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$from" --out "$to" --stages "$stages" \
     --stage_dev "$devs" --long_dev "$DATA/mid/dev.jsonl" --steps "$steps" --batch_tokens "$tokens" \
     --max_batch "$batch" --lr "$lr" --warmup 10 --centroid_every 100 --memory 20000 \
-    --eval_every 100 --eval_examples 40 --save_every 50 --threads "${THREADS:-1}" --seed 5 "$@" \
+    --eval_every 100 --eval_examples 40 --save_every 50 --threads "${THREADS:-1}" \
+    --device "${DEVICE:-cpu}" --seed 5 ${TRAIN_FLAGS:-} "$@" \
     >> "$to.log" 2>&1
 }
 stage "$OUT-0" "$OUT-1" 120 "$DATA/yn1/train.jsonl" "$DATA/yn1/dev.jsonl" 4096 16 5e-5

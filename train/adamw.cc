@@ -1,8 +1,10 @@
 #include "train/adamw.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -53,11 +55,12 @@ void AdamW::ZeroGrad() {
 
 double AdamW::ClipGradNorm(double max_norm) {
   at::NoGradGuard no_grad;
-  double sum = 0;
+  // Summed where the gradients are, one read back: a host round trip per tensor stalls a GPU.
+  std::vector<at::Tensor> squares;
   for (auto& [name, p] : params_) {
-    if (p.grad().defined()) sum += p.grad().pow(2).sum().item<double>();
+    if (p.grad().defined()) squares.push_back(p.grad().pow(2).sum().to(at::kDouble));
   }
-  const double norm = std::sqrt(sum);
+  const double norm = squares.empty() ? 0.0 : std::sqrt(at::stack(squares).sum().item<double>());
   if (norm > max_norm) {
     for (auto& [name, p] : params_) {
       if (p.grad().defined()) p.mutable_grad().mul_(max_norm / (norm + 1e-12));

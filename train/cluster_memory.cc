@@ -1,6 +1,7 @@
 #include "train/cluster_memory.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <limits>
 

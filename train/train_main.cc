@@ -34,7 +34,10 @@ ABSL_FLAG(int64_t, eval_every, 500, "Steps between dev evaluations");
 ABSL_FLAG(int64_t, eval_examples, 100, "Dev examples scored per dev file");
 ABSL_FLAG(int64_t, save_every, 100, "Steps between checkpoints");
 ABSL_FLAG(int64_t, log_every, 20, "Steps between log lines");
+ABSL_FLAG(double, time_limit_s, 0,
+          "Stop after the step that passes this many seconds, with a checkpoint (0: no limit)");
 ABSL_FLAG(int, threads, 2, "Intra-op threads");
+ABSL_FLAG(std::string, device, "cpu", "Where to train: cpu or cuda[:N] (CUDA builds)");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (data order, K-Means)");
 
 namespace longqa {
@@ -67,7 +70,9 @@ TrainerOptions OptionsFromFlags() {
   o.eval_examples = absl::GetFlag(FLAGS_eval_examples);
   o.save_every = absl::GetFlag(FLAGS_save_every);
   o.log_every = absl::GetFlag(FLAGS_log_every);
+  o.time_limit_s = absl::GetFlag(FLAGS_time_limit_s);
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.device = absl::GetFlag(FLAGS_device);
   o.seed = absl::GetFlag(FLAGS_seed);
   return o;
 }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -73,15 +74,25 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
         t->model_dir_, ": layers \"", t->config_.layers,
         "\" has N, K or I layers, which longqa serves but does not train (docs/model-format.md)"));
   }
+  try {
+    t->device_ = at::Device(options.device);
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError(absl::StrCat("bad --device '", options.device, "'"));
+  }
+  if (t->device_.is_cuda() && !at::hasCUDA()) {
+    return absl::FailedPreconditionError("--device cuda, but no CUDA device is available");
+  }
   t->weights_ = std::move(folder.weights);
   TensorMap params;
   for (auto& [name, tensor] : t->weights_) {
+    // On the device before requires_grad: the leaves the optimizer updates live there.
+    tensor = tensor.to(t->device_);
     if (name.find("centroids") == std::string::npos) params[name] = tensor.requires_grad_(true);
   }
   // The engine shares the weight tensors: it tokenizes, and answers the dev sets as trained so far.
   LONGQA_ASSIGN_OR_RETURN(t->engine_,
                           Engine::Create(t->config_, t->weights_, std::move(folder.tokenizer),
-                                         {options.threads, "cpu"}));
+                                         {options.threads, options.device}));
   t->model_ = std::make_unique<QaModel>(t->config_, t->weights_);
   AdamWOptions adam_options;
   adam_options.weight_decay = options.weight_decay;
@@ -95,11 +106,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
     }
     LONGQA_RETURN_IF_ERROR(t->optimizer_->LoadState(moments, t->state_.step));
   }
-  std::printf("%s %s: %s model, layers %s, d %ld, %zu parameter tensors; stage %ld, step %ld\n",
-              t->resumed_ ? "resuming" : "starting", t->model_dir_.c_str(),
-              ArchitectureName(t->config_.architecture), t->config_.layers.c_str(),
-              static_cast<long>(t->config_.hidden_size), params.size(),
-              static_cast<long>(t->state_.stage), static_cast<long>(t->state_.step));
+  std::printf(
+      "%s %s: %s model, layers %s, d %ld, %zu parameter tensors, on %s; stage %ld, step %ld\n",
+      t->resumed_ ? "resuming" : "starting", t->model_dir_.c_str(),
+      ArchitectureName(t->config_.architecture), t->config_.layers.c_str(),
+      static_cast<long>(t->config_.hidden_size), params.size(), t->device_.str().c_str(),
+      static_cast<long>(t->state_.stage), static_cast<long>(t->state_.step));
   if (!options.long_dev.empty()) {
     LONGQA_ASSIGN_OR_RETURN(
         t->long_dev_, LoadTrainingExamples(options.long_dev, *t->engine_, options.eval_examples));
@@ -141,7 +153,7 @@ void Trainer::InitialCentroids() {
   // Centroids from the initial model's states before the first step (Algorithm 1 line 1).
   at::NoGradGuard no_grad;
   while (memory_->min_rows() < 50 * most_clusters_) {
-    model_->Forward(ModelInputs(source_->Next()), at::kCPU, observer_);
+    model_->Forward(ModelInputs(source_->Next()), device_, observer_);
   }
   std::printf("initial centroids: mean cosine %.3f\n", memory_->Refresh(&weights_, options_.seed));
 }
@@ -165,7 +177,7 @@ QaLossResult Trainer::Step() {
   for (const TrainingExample* ex : batch) {
     tokens_since_log_ += static_cast<int64_t>(ex->prepared.document.ids.size());
   }
-  const QaLogits logits = model_->Forward(ModelInputs(batch), at::kCPU, observer_);
+  const QaLogits logits = model_->Forward(ModelInputs(batch), device_, observer_);
   QaLossResult loss = ComputeQaLoss(logits, batch);
   optimizer_->ZeroGrad();
   loss.total.backward();
@@ -228,9 +240,19 @@ absl::Status Trainer::Run() {
       curriculum_.Reset();
       LONGQA_RETURN_IF_ERROR(LoadStage(state_.stage));
     }
-    if (state_.step % options_.save_every == 0 || state_.step == options_.steps || advance) {
+    const bool out_of_time =
+        options_.time_limit_s > 0 && NowSeconds() - run_start_seconds_ > options_.time_limit_s;
+    if (state_.step % options_.save_every == 0 || state_.step == options_.steps || advance ||
+        out_of_time) {
       LONGQA_RETURN_IF_ERROR(
           SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_));
+    }
+    if (out_of_time) {
+      // A clean stop: the checkpoint above resumes exactly here (a killed run loses the steps
+      // since its last save, or the checkpoint being written).
+      std::printf("time limit %.0f s reached at step %ld; checkpoint in %s\n",
+                  options_.time_limit_s, static_cast<long>(state_.step), options_.out.c_str());
+      return absl::OkStatus();
     }
   }
   if (state_.step % options_.eval_every != 0) Evaluate();

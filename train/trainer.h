@@ -41,7 +41,9 @@ struct TrainerOptions {
   int64_t eval_examples = 100;  // dev examples scored per dev file
   int64_t save_every = 100;
   int64_t log_every = 20;
+  double time_limit_s = 0;  // > 0: stop (with a checkpoint) after the step that passes it
   int threads = 2;
+  std::string device = "cpu";  // "cpu" or "cuda[:N]": weights, optimizer moments and the dev engine
   uint64_t seed = 1;
 };
 
@@ -51,8 +53,8 @@ class Trainer {
   // current stage's data; prints the start line.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options);
 
-  // Steps until options.steps, logging, refreshing centroids, evaluating, advancing stages and
-  // saving checkpoints on the way.
+  // Steps until options.steps (or options.time_limit_s), logging, refreshing centroids,
+  // evaluating, advancing stages and saving checkpoints on the way.
   absl::Status Run();
 
   // One optimizer step on the next batch of the current stage.
@@ -69,6 +71,7 @@ class Trainer {
 
   TrainerOptions options_;
   std::string model_dir_;  // where the model came from (its tokenizer file is copied along)
+  at::Device device_ = at::kCPU;
   bool resumed_ = false;
   TrainerState state_;
   ModelConfig config_;

@@ -14,15 +14,8 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$(mkdir -p "$2" && cd "$2" && pwd)"
 rm -f "$out/summary.txt"
-pkg="$(mktemp -d)"
-trap 'rm -rf "$pkg"' EXIT
-tar -C "$pkg" -xJf "$1"
-py="${PYTHON:-python3}"
-torch="$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
-nvidia_libs="$(find "$(dirname "$torch")/nvidia" -maxdepth 3 -name lib -type d 2>/dev/null | tr '\n' :)"
-# Only the programs see these libraries (python keeps the machine's own).
-libs="$pkg/lib:$torch/lib:${nvidia_libs}/usr/local/cuda/lib64"
-run() { LD_LIBRARY_PATH="$libs" "$@"; }
+# shellcheck source=tests/gpu/prebuilt_env.sh
+source "$root/tests/gpu/prebuilt_env.sh" "$1"  # $pkg, $libs, run()
 step() {  # name, timeout, program args...: logs to OUT_DIR/name.txt and prints its status
   local name="$1" limit="$2"
   shift 2

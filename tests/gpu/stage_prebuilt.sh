@@ -34,7 +34,7 @@ cmake -S "$root" -B "$root/build-cuda" -G Ninja -DLONGQA_WITH_CUDA=ON \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
   -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST > /dev/null
 programs=(tests/unit/kernels_test tests/gpu/gpu_engine_test bench/longqa-encoder-bench
-          server/longqa-server client/longqa tools/longqa-random-model)
+          server/longqa-server client/longqa tools/longqa-random-model train/longqa-train)
 cmake --build "$root/build-cuda" --target "${programs[@]##*/}"
 
 stage="$(mktemp -d)"

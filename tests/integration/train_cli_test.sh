@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # longqa-train end to end on a tiny Cluster-Former: the curriculum moves to the next stage, the
 # centroids are refreshed from the memory bank, dev scores are printed, a checkpoint is written,
-# and a second run resumes from it (step count, stage) instead of starting over.
+# and a second run resumes from it (step count, stage) instead of starting over; --device names
+# where it trains, and a device that is not there is refused.
 # Usage: train_cli_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src="$1"; build="$2"
@@ -19,7 +20,7 @@ train=("$build/train/longqa-train" --init_model "$work/init" --out "$work/ckpt"
        --memory 2000 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
 
 "${train[@]}" --steps 4 >"$work/log" 2>&1 || fail "first run exited $?"
-grep -q "^starting" "$work/log" || fail "no start line"
+grep -q "^starting .* on cpu; stage 0, step 0" "$work/log" || fail "no start line naming the device"
 grep -q "stage 0 ends (max_stage_steps) at step 3" "$work/log" || fail "stage did not advance"
 grep -q "^stage 1: " "$work/log" || fail "stage 1 not loaded"
 grep -q "centroids refreshed" "$work/log" || fail "centroids not refreshed"
@@ -45,4 +46,20 @@ if "$build/train/longqa-train" --init_model "$work/nka" --out "$work/nka-ckpt" \
 fi
 grep -q "has N, K or I layers, which longqa serves but does not train" "$work/log" \
   || fail "no message naming the layer types"
+# --time_limit_s: a clean stop after the step that passes it, with a checkpoint to resume from.
+"${train[@]}" --steps 100 --time_limit_s 0.001 >"$work/log" 2>&1 || fail "time-limited run exited $?"
+grep -q "time limit 0 s reached at step 7" "$work/log" || fail "no time-limit stop at step 7"
+grep -q '"step": 7' "$work/ckpt/trainer_state.json" || fail "no checkpoint at step 7"
+
+# A device that is not there is refused before anything is written: a bad name, and CUDA where
+# none is available (this test runs on machines without a GPU).
+for device in tpu cuda; do
+  if "${train[@]}" --out "$work/dev-ckpt" --steps 1 --device "$device" >"$work/log" 2>&1; then
+    fail "--device $device did not fail"
+  fi
+  [ ! -e "$work/dev-ckpt" ] || fail "--device $device wrote a checkpoint"
+done
+grep -q "bad --device 'tpu'" <("${train[@]}" --out "$work/dev-ckpt" --device tpu 2>&1 || true) \
+  || fail "no message naming the bad device"
+grep -q "no CUDA device is available" "$work/log" || fail "no message saying CUDA is missing"
 echo "PASS"

@@ -4,6 +4,7 @@
 #include "model/qa_model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

@@ -146,6 +146,29 @@ TEST(AdamWTest, MatchesLibTorchAdamW) {
   EXPECT_TRUE(at::allclose(ours["layer.dense.bias"], ref_b, 1e-5, 1e-6));
 }
 
+TEST(AdamWTest, ClipGradNormScalesEveryGradientByTheGlobalNorm) {
+  // Loss 3·|a|² + Σb: gradients 6a and ones, global norm sqrt(36·|a|² + 7) (computed in double
+  // here), gradients scaled by 1/norm when the norm is above max_norm 1.
+  at::manual_seed(4);
+  TensorMap p = {{"a", at::randn({5, 3}).requires_grad_(true)},
+                 {"b", at::randn({7}).requires_grad_(true)},
+                 {"unused", at::randn({2}).requires_grad_(true)}};  // no gradient: skipped
+  (p["a"].pow(2).sum() * 3 + p["b"].sum()).backward();
+  const at::Tensor a = p["a"].detach().to(at::kDouble);
+  const double expected = std::sqrt(36 * a.pow(2).sum().item<double>() + 7);
+  ASSERT_GT(expected, 1.0);  // so the scaling is exercised
+  AdamW adam(p, {});
+  EXPECT_NEAR(adam.ClipGradNorm(1.0), expected, 1e-5 * expected);
+  EXPECT_TRUE(at::allclose(p["a"].grad().to(at::kDouble), 6 * a / expected, 1e-5, 1e-7));
+  EXPECT_TRUE(at::allclose(p["b"].grad().to(at::kDouble),
+                           at::full({7}, 1.0 / expected, at::kDouble), 1e-5, 1e-7));
+  EXPECT_FALSE(p["unused"].grad().defined());
+  // At or below max_norm nothing changes.
+  const at::Tensor before = p["a"].grad().clone();
+  EXPECT_NEAR(adam.ClipGradNorm(10.0), 1.0, 1e-5);
+  EXPECT_TRUE(at::equal(p["a"].grad(), before));
+}
+
 struct Batch {
   std::unique_ptr<Engine> engine;
   std::vector<TrainingExample> examples;

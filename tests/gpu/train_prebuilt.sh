@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Trains a variant of the shipped English model on a lent GPU machine (no network, no packages)
+# from the tarball of tests/gpu/stage_prebuilt.sh: first gpu_engine_test (a training step on CUDA
+# against the CPU, among others), then the recipe of tools/train_minilm.sh with
+# --device cuda, then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (EVAL=1)
+# tools/ship_minilm.sh with the server on the GPU: the null threshold chosen on the 8k-32k-token
+# dev set, the fp16 folder, and the test split scored at it. The machine's python3 has torch,
+# numpy and safetensors, all that tools/ship_model.py needs.
+# The data is generated there (tools/make_dataset.py needs only python3, and its seeds make the
+# same bytes as here: OUT_DIR/md5sums.txt); the initial model comes along, fp16 as
+# tools/ship_model.py writes it (the trainer reads weights into fp32).
+# Out (the device tool returns at most 8 files of 16 MiB): OUT_DIR/<variant>.tar.part-* (the
+# trained folder, weights in fp16, with its trainer state and logs; `cat` the parts, then tar x),
+# OUT_DIR/eval.tar (ship_minilm.sh's eval folder), gpu_engine_test.txt, md5sums.txt and
+# summary.txt.
+# Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
+#   env STEPS (default 2000), YESNO, EVAL, THREADS (default 8), TRAIN_SECONDS (the training's
+#   time limit, default 420: longqa-train --time_limit_s stops with a checkpoint, which is what
+#   comes back), EVAL_SECONDS (default 240), DEVICE (default cuda; cpu rehearses the script
+#   with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES (tools/ship_minilm.sh's)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+init="$(cd "$2" && pwd)"
+variant="$3"
+out="$(mkdir -p "$4" && cd "$4" && pwd)"
+# shellcheck source=tests/gpu/prebuilt_env.sh
+source "$root/tests/gpu/prebuilt_env.sh" "$1"  # $pkg, $libs, run()
+start=$SECONDS
+say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$out/summary.txt"; }
+
+work="$pkg/minilm-train"
+mkdir -p "$work/build/train" "$work/build/server" "$work/build/client"
+cp -r "$init" "$work/init-$variant"
+# A BUILD folder for the tools/ scripts: each program with the package's library path.
+for p in train/longqa-train server/longqa-server client/longqa; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$libs" "$pkg/bin/${p#*/}" \
+    > "$work/build/$p"
+  chmod +x "$work/build/$p"
+done
+export BUILD="$work/build" WORK="$work" PYTHON="$py" DEVICE="${DEVICE:-cuda}" THREADS="${THREADS:-8}"
+
+# First the check that a training step on CUDA gives the CPU's loss, gradients and update.
+run "$pkg/bin/gpu_engine_test" --gtest_brief=1 > "$out/gpu_engine_test.txt" 2>&1
+say "gpu_engine_test: exit $? ($(grep -c '^\[  FAILED' "$out/gpu_engine_test.txt") failed)"
+say "training $variant on $DEVICE: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)"
+limit="${TRAIN_SECONDS:-420}"
+VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
+  "$root/tools/train_minilm.sh" "$work"
+say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
+(cd "$work/data" && md5sum ./*/*.jsonl) > "$out/md5sums.txt"
+final="$work/$variant"
+if [ -n "${YESNO:-}" ] && grep -q "\"step\": ${STEPS:-2000}\b" "$final/trainer_state.json"; then
+  # Each of its stages stops at the time left; the outer timeout bounds the stages after it.
+  left=$((limit - (SECONDS - start)))
+  if [ "$left" -gt 10 ]; then
+    TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" \
+      "$root/tools/train_minilm_yesno.sh" "$variant"
+    say "train_minilm_yesno.sh: exit $?"
+  else
+    say "train_minilm_yesno.sh: skipped, $left s of the training time left"
+  fi
+  for f in "$work/$variant-yesno" "$work/$variant-yesno-2" "$work/$variant-yesno-1"; do
+    [ -s "$f/trainer_state.json" ] && { final="$f"; break; }
+  done
+fi
+
+name="$(basename "$final")"
+if [ -n "${EVAL:-}" ]; then
+  # tools/ship_minilm.sh with the server on the GPU: the threshold on the 8k-32k dev set, the fp16
+  # folder with it, fp16 against fp32 on dev, the test split per kind.
+  SERVER_FLAGS="--device=$DEVICE" CHECKPOINTS="$(dirname "$final")" \
+    timeout "${EVAL_SECONDS:-240}" "$root/tools/ship_minilm.sh" "$name" > "$work/ship.log" 2>&1
+  say "ship_minilm.sh: exit $?; $(grep -a '^null threshold\|differ' "$work/ship.log" | tr '\n' ' ')"
+  tar -C "$work/shipped" -cf "$out/eval.tar" eval
+fi
+# The folder to bring back: the shipped one (fp16, calibrated) or the checkpoint in fp16.
+back="$work/shipped/$name"
+[ -s "$back/model.safetensors" ] || "$py" "$root/tools/ship_model.py" "$final" "$back"
+cp "$final/trainer_state.json" "$work"/*.log "$back/"
+say "folder $name: $(du -sh "$back" | cut -f1)"
+tar -C "$work/shipped" -cf - "$name" | split -b 15M - "$out/$variant.tar.part-"
+say "done"
