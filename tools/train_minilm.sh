@@ -11,7 +11,8 @@
 # names and phrasings). Re-running resumes each variant from WORK/<variant>.
 # Usage: tools/train_minilm.sh [WORK]  (default build/minilm-train; env STEPS, BUILD, VARIANTS,
 # THREADS, DEVICE: cpu or cuda, PYTHON: for the data and the import, default the test venv's,
-# TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s)
+# TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s, CLUSTERS: centroids a cluster layer,
+# default 16)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -43,7 +44,7 @@ init() {  # variant, then import_hf.py flags: only for the variants trained
   "$PYTHON" "$ROOT/tools/import_hf.py" "$MINILM" "$WORK/init-$v" "$@"
 }
 init sliding --layers SSSSSS "${common[@]}"
-init cluster_former --layers SSCSSC --clusters 16 "${common[@]}"
+init cluster_former --layers SSCSSC --clusters "${CLUSTERS:-16}" "${common[@]}"
 init etc --architecture etc --max_question_tokens 32 --etc_positions document --etc_max_segments 1
 
 for v in $VARIANTS; do

@@ -10,9 +10,9 @@
 # same bytes as here: OUT_DIR/md5sums.txt); the initial model comes along, fp16 as
 # tools/ship_model.py writes it (the trainer reads weights into fp32).
 # Out (the device tool returns at most 8 files of 16 MiB): OUT_DIR/<variant>.tar.part-* (the
-# trained folder, weights in fp16, with its trainer state and logs; `cat` the parts, then tar x),
-# OUT_DIR/eval.tar (ship_minilm.sh's eval folder), gpu_engine_test.txt, md5sums.txt and
-# summary.txt.
+# trained folder, weights in fp16, with its trainer state; `cat` the parts, then tar x),
+# OUT_DIR/logs.tar (the trainer's logs, ship.log, md5sums.txt), eval.tar (ship_minilm.sh's eval
+# folder), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
 #   env STEPS (default 2000), YESNO, EVAL, THREADS (default 8), TRAIN_SECONDS (the training's
 #   time limit, default 420: longqa-train --time_limit_s stops with a checkpoint, which is what
@@ -47,7 +47,7 @@ limit="${TRAIN_SECONDS:-420}"
 VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
   "$root/tools/train_minilm.sh" "$work"
 say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
-(cd "$work/data" && md5sum ./*/*.jsonl) > "$out/md5sums.txt"
+(cd "$work/data" && md5sum ./*/*.jsonl) > "$work/md5sums.txt"
 final="$work/$variant"
 if [ -n "${YESNO:-}" ] && grep -q "\"step\": ${STEPS:-2000}\b" "$final/trainer_state.json"; then
   # Each of its stages stops at the time left; the outer timeout bounds the stages after it.
@@ -71,12 +71,14 @@ if [ -n "${EVAL:-}" ]; then
   SERVER_FLAGS="--device=$DEVICE" CHECKPOINTS="$(dirname "$final")" \
     timeout "${EVAL_SECONDS:-240}" "$root/tools/ship_minilm.sh" "$name" > "$work/ship.log" 2>&1
   say "ship_minilm.sh: exit $?; $(grep -a '^null threshold\|differ' "$work/ship.log" | tr '\n' ' ')"
-  tar -C "$work/shipped" -cf "$out/eval.tar" eval
+  tar -C "$work/shipped" --exclude='*.jsonl' -cf "$out/eval.tar" eval  # not the gold sets
 fi
-# The folder to bring back: the shipped one (fp16, calibrated) or the checkpoint in fp16.
+# The logs, whatever happened; then the folder: the shipped one (fp16, calibrated) or the
+# checkpoint in fp16.
+(cd "$work" && tar -cf "$out/logs.tar" ./*.log md5sums.txt)
 back="$work/shipped/$name"
 [ -s "$back/model.safetensors" ] || "$py" "$root/tools/ship_model.py" "$final" "$back"
-cp "$final/trainer_state.json" "$work"/*.log "$back/"
+cp "$final/trainer_state.json" "$back/"
 say "folder $name: $(du -sh "$back" | cut -f1)"
 tar -C "$work/shipped" -cf - "$name" | split -b 15M - "$out/$variant.tar.part-"
 say "done"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ void ExpectSameTraining(ModelConfig c) {
     inputs.push_back({&ex.prepared.question_ids, &ex.prepared.document});
   }
   TensorMap cpu = Trainable(initial, at::kCPU), gpu = Trainable(initial, at::kCUDA);
+  // Parameters whose gradient is zero in exact arithmetic (the biases of heads scored by a
+  // softmax over positions, which is shift-invariant) get rounding noise, and Adam turns noise of
+  // any size into steps of ±lr: their updates differ between devices by design, so only their
+  // gradients are compared (near zero on both).
+  std::set<std::string> noise_only;
   AdamW cpu_adam(cpu, {}), gpu_adam(gpu, {});
   const QaModel cpu_model(c, cpu), gpu_model(c, gpu);
   for (int step = 0; step < 3; ++step) {
@@ -75,6 +81,7 @@ void ExpectSameTraining(ModelConfig c) {
     b.total.backward();
     for (const auto& [name, p] : cpu) {
       if (!p.grad().defined()) continue;
+      if (p.grad().abs().max().item<double>() < 1e-6) noise_only.insert(name);
       ASSERT_TRUE(gpu.at(name).grad().defined()) << name;
       // fp32 on both; different summation orders: 1e-3 relative, 1e-5 absolute.
       EXPECT_TRUE(at::allclose(gpu.at(name).grad().cpu(), p.grad(), 1e-3, 1e-5))
@@ -86,6 +93,7 @@ void ExpectSameTraining(ModelConfig c) {
     gpu_adam.Step(1e-3);
   }
   for (const auto& [name, p] : cpu) {
+    if (noise_only.count(name)) continue;
     EXPECT_TRUE(at::allclose(gpu.at(name).detach().cpu(), p.detach(), 1e-3, 1e-5)) << name;
   }
 }
