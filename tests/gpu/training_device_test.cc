@@ -103,14 +103,7 @@ TEST(GpuTrainingTest, ClusterFormerStepOnCudaMatchesCpu) {
 }
 
 TEST(GpuTrainingTest, EtcStepOnCudaMatchesCpu) {
-  ModelConfig c = TinyConfig("SS", 16, 12);
-  c.architecture = Architecture::kEtc;
-  c.layers = "EE";
-  c.num_clusters.clear();
-  c.etc.radius = 3;
-  c.etc.relative_clip = 2;
-  c.etc.shared_projections = false;
-  ExpectSameTraining(c);
+  ExpectSameTraining(testing_support::TinyEtcConfig());
 }
 
 }  // namespace

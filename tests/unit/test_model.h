@@ -27,6 +27,18 @@ inline ModelConfig TinyConfig(const std::string& layers, int64_t l, int64_t m,
                              /*max_question_tokens=*/40);
 }
 
+// An ETC model of TinyConfig's dims: two E layers, radius 3, relative labels clipped at 2.
+inline ModelConfig TinyEtcConfig() {
+  ModelConfig c = TinyConfig("SS", 16, 12);
+  c.architecture = Architecture::kEtc;
+  c.layers = "EE";
+  c.num_clusters.clear();
+  c.etc.radius = 3;
+  c.etc.relative_clip = 2;
+  c.etc.shared_projections = false;
+  return c;
+}
+
 // Random weights, with matrices scaled to std 0.3 so attention patterns are far from uniform.
 inline TensorMap SpreadWeights(const ModelConfig& c, uint64_t seed) {
   TensorMap w = RandomWeights(c, seed);

@@ -191,17 +191,6 @@ Batch MakeBatch(const ModelConfig& c, const TensorMap& w) {
   return b;
 }
 
-ModelConfig EtcTinyConfig() {
-  ModelConfig c = TinyConfig("SS", 16, 12);
-  c.architecture = Architecture::kEtc;
-  c.layers = "EE";
-  c.num_clusters.clear();
-  c.etc.radius = 3;
-  c.etc.relative_clip = 2;
-  c.etc.shared_projections = false;
-  return c;
-}
-
 void ExpectTrainable(ModelConfig c) {
   c.exact_match_feature = true;
   TensorMap w = RandomWeights(c, 5);
@@ -237,7 +226,7 @@ TEST(TrainerTest, ClusterFormerGradientsReachEveryWeightAndABatchIsLearned) {
 }
 
 TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
-  ExpectTrainable(EtcTinyConfig());
+  ExpectTrainable(testing_support::TinyEtcConfig());
 }
 
 TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
