@@ -1,7 +1,7 @@
 // A Linear layer with int8 weights and dynamically quantised int8 activations (the dynamic
 // quantisation ONNX Runtime and PyTorch apply to BERT), through LibTorch's oneDNN quantized
-// engine: weights quantised once (symmetric, s8, one scale), each input per tensor (u8)
-// at every call, the GEMM in integers, the result back in fp32 with the bias added.
+// engine: weights quantised once (symmetric, s8, one scale per output row), each input per
+// tensor (u8) at every call, the GEMM in integers, the result back in fp32 with the bias added.
 // CPU only; inference only.
 #pragma once
 
@@ -24,11 +24,13 @@ class Int8Linear {
   at::Tensor Forward(const at::Tensor& x) const;
 
   // The weight as the GEMM sees it (dequantised), for tests.
-  at::Tensor dequantized_weight() const { return quantized_.dequantize(); }
+  at::Tensor dequantized_weight() const;
 
  private:
   c10::intrusive_ptr<LinearPackedParamsBase> packed_;
   at::Tensor quantized_;  // int8: a quarter of the fp32 weight; the GEMM reads packed_
+  at::Tensor row_scale_;  // [out] fp32: each output row's scale, applied after the GEMM
+  at::Tensor bias_;       // [out] fp32
 };
 
 // Whether this LibTorch has a quantized engine that runs Int8Linear (oneDNN).
