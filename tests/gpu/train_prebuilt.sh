@@ -2,7 +2,8 @@
 # Trains a variant of the shipped English model on a lent GPU machine (no network, no packages)
 # from the tarball of tests/gpu/stage_prebuilt.sh: first gpu_engine_test (a training step on CUDA
 # against the CPU, among others), then the recipe of tools/train_minilm.sh with
-# --device cuda, then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (EVAL=1)
+# --device cuda, then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (LONG=1)
+# tools/train_minilm_long.sh's s4 stage of 4k-16k-token documents, then (EVAL=1)
 # tools/ship_minilm.sh with the server on the GPU: the null threshold chosen on the 8k-32k-token
 # dev set, the fp16 folder, and the test split scored at it. The machine's python3 has torch,
 # numpy and safetensors, all that tools/ship_model.py needs.
@@ -14,10 +15,11 @@
 # OUT_DIR/logs.tar (the trainer's logs, ship.log, md5sums.txt), eval.tar (ship_minilm.sh's eval
 # folder), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
-#   env STEPS (default 2000), YESNO, EVAL, THREADS (default 8), TRAIN_SECONDS (the training's
-#   time limit, default 420: longqa-train --time_limit_s stops with a checkpoint, which is what
-#   comes back), EVAL_SECONDS (default 240), DEVICE (default cuda; cpu rehearses the script
-#   with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES (tools/ship_minilm.sh's)
+#   env STEPS (default 2000), YESNO, LONG, LONG_STEPS (default 400), EVAL, THREADS (default 8),
+#   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
+#   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
+#   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
+#   (tools/ship_minilm.sh's)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 init="$(cd "$2" && pwd)"
@@ -62,6 +64,19 @@ if [ -n "${YESNO:-}" ] && grep -q "\"step\": ${STEPS:-2000}\b" "$final/trainer_s
   for f in "$work/$variant-yesno" "$work/$variant-yesno-2" "$work/$variant-yesno-1"; do
     [ -s "$f/trainer_state.json" ] && { final="$f"; break; }
   done
+fi
+
+if [ -n "${LONG:-}" ] && grep -q '"step":' "$final/trainer_state.json" 2> /dev/null; then
+  # Stage s4 (4k-16k-token documents) on whatever the steps above ended with.
+  left=$((limit - (SECONDS - start)))
+  if [ "$left" -gt 10 ]; then
+    STEPS="${LONG_STEPS:-400}" TRAIN_FLAGS="--time_limit_s $left" \
+      "$root/tools/train_minilm_long.sh" "$(basename "$final")"
+    say "train_minilm_long.sh: exit $?"
+    [ -s "$final-long/trainer_state.json" ] && final="$final-long"
+  else
+    say "train_minilm_long.sh: skipped, $left s of the training time left"
+  fi
 fi
 
 name="$(basename "$final")"
