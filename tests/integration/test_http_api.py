@@ -103,4 +103,5 @@ def test_responses_and_errors_match_the_description(server):
     with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v1/model", timeout=30) as reply:
         info = json.loads(reply.read())
     check_schema(info, "ModelInfo")
-    assert info["name"] == "demo" and info["layerPlan"] == "SSCSSC"
+    config = json.load(open(os.path.join(SOURCE, "models", "demo", "config.json")))
+    assert info["name"] == "demo" and info["layerPlan"] == config["layers"], (info, config)
