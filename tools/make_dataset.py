@@ -13,7 +13,9 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 (docs/cli.md) plus "kind"; byte offsets index the paragraphs joined by "\\n\\n" (the API's layout).
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
-                             [--min_tokens 2000 --max_tokens 16000]
+                             [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
+--kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
+(default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
 import argparse
@@ -191,7 +193,11 @@ def pick(rng, phrasings, heldout):
     return rng.choice(phrasings[1] if heldout else phrasings[0])
 
 
-def make_example(rng, example_id, target_tokens, test_split):
+KINDS = ("one_hop", "two_hop", "yes_no", "unanswerable")
+DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
+
+
+def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(","))):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
@@ -206,7 +212,7 @@ def make_example(rng, example_id, target_tokens, test_split):
     rng.shuffle(paragraphs)
     heldout = test_split and rng.random() < 0.5
 
-    kind = rng.choice(["one_hop", "one_hop", "two_hop", "yes_no", "unanswerable"])
+    kind = rng.choice(kinds)
     person = rng.choice(world.people)
     stated = {key for _, a in paragraphs for key in a}
     gold_key, yes_no, question = None, "NONE", None
@@ -278,7 +284,13 @@ def main():
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--min_tokens", type=int, default=2000)
     parser.add_argument("--max_tokens", type=int, default=16000)
+    parser.add_argument("--kinds", default=DEFAULT_KINDS,
+                        help="question kinds drawn from; a repeated kind is drawn more often")
     args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        parser.error(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "corpus.txt"), "w") as corpus:
         for split_index, (split, count) in enumerate(
@@ -288,7 +300,7 @@ def main():
             with open(os.path.join(args.out, f"{split}.jsonl"), "w") as out:
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
-                    example = make_example(rng, f"{split}-{i}", tokens, split == "test")
+                    example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

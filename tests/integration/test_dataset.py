@@ -71,3 +71,17 @@ def test_test_split_is_held_out(tmp_path):
     # A held-out phrasing's fixed words never start a training question.
     heldout_openings = {"Which town", "What is the year", "Who did", "How old", "In what nation"}
     assert not any(q.startswith(o) for q in train_questions for o in heldout_openings)
+
+
+def test_kinds_restricts_and_weights_the_questions(tmp_path):
+    def kinds_of(out, kinds):
+        subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "4", "--train", "40",
+                        "--dev", "0", "--test", "0", "--min_tokens", "400", "--max_tokens", "900",
+                        "--kinds", kinds], check=True)
+        return [json.loads(l)["kind"] for l in open(out / "train.jsonl")]
+    assert set(kinds_of(tmp_path / "a", "two_hop")) == {"two_hop"}
+    mixed = kinds_of(tmp_path / "b", "two_hop,two_hop,two_hop,one_hop")
+    assert set(mixed) == {"two_hop", "one_hop"} and mixed.count("two_hop") > mixed.count("one_hop")
+    bad = subprocess.run([sys.executable, TOOL, "--out", str(tmp_path / "c"), "--kinds", "three_hop"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown three_hop" in bad.stderr
