@@ -49,20 +49,25 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& d
   return Create(folder.config, folder.weights, std::move(folder.tokenizer), options);
 }
 
+absl::StatusOr<at::Device> ParseDevice(const std::string& name) {
+  at::Device device(at::kCPU);
+  try {
+    device = at::Device(name);
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError(absl::StrCat("bad device '", name, "'"));
+  }
+  if (device.is_cuda() && !at::hasCUDA()) {
+    return absl::FailedPreconditionError("device cuda requested but no CUDA device is available");
+  }
+  return device;
+}
+
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,
                                                        const TensorMap& weights,
                                                        std::unique_ptr<Tokenizer> tokenizer,
                                                        const EngineOptions& options) {
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(config));
-  at::Device device(at::kCPU);
-  try {
-    device = at::Device(options.device);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("bad device '", options.device, "'"));
-  }
-  if (device.is_cuda() && !at::hasCUDA()) {
-    return absl::FailedPreconditionError("device cuda requested but no CUDA device is available");
-  }
+  LONGQA_ASSIGN_OR_RETURN(const at::Device device, ParseDevice(options.device));
   // LibTorch starts with one intra-op thread on some machines: set it explicitly.
   const int threads = options.threads > 0
                           ? options.threads

@@ -46,6 +46,10 @@ struct EngineOptions {
   std::optional<Precision> precision = Precision::kFp32;
 };
 
+// "cpu" or "cuda[:N]" as a device: INVALID_ARGUMENT for a name LibTorch does not know,
+// FAILED_PRECONDITION for CUDA where none is available. Engine::Create and the trainer use it.
+absl::StatusOr<at::Device> ParseDevice(const std::string& name);
+
 // A failure inside the model, as the caller's status: RESOURCE_EXHAUSTED for an allocation
 // failure, else INTERNAL; one line, no stack trace, no path. The full text goes to stderr, at most
 // once a second (a burst of failures must not flood the log).

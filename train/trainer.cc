@@ -74,14 +74,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
         t->model_dir_, ": layers \"", t->config_.layers,
         "\" has N, K or I layers, which longqa serves but does not train (docs/model-format.md)"));
   }
-  try {
-    t->device_ = at::Device(options.device);
-  } catch (const std::exception&) {
-    return absl::InvalidArgumentError(absl::StrCat("bad --device '", options.device, "'"));
+  absl::StatusOr<at::Device> device = ParseDevice(options.device);
+  if (!device.ok()) {
+    return absl::Status(device.status().code(),
+                        absl::StrCat("--device: ", device.status().message()));
   }
-  if (t->device_.is_cuda() && !at::hasCUDA()) {
-    return absl::FailedPreconditionError("--device cuda, but no CUDA device is available");
-  }
+  t->device_ = *device;
   t->weights_ = std::move(folder.weights);
   TensorMap params;
   for (auto& [name, tensor] : t->weights_) {

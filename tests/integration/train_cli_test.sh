@@ -59,7 +59,8 @@ for device in tpu cuda; do
   fi
   [ ! -e "$work/dev-ckpt" ] || fail "--device $device wrote a checkpoint"
 done
-grep -q "bad --device 'tpu'" <("${train[@]}" --out "$work/dev-ckpt" --device tpu 2>&1 || true) \
+grep -qF -- "--device: bad device 'tpu'" <("${train[@]}" --out "$work/dev-ckpt" --device tpu 2>&1 || true) \
   || fail "no message naming the bad device"
-grep -q "no CUDA device is available" "$work/log" || fail "no message saying CUDA is missing"
+grep -qF -- "--device: device cuda requested but no CUDA device is available" "$work/log" \
+  || fail "no message saying CUDA is missing"
 echo "PASS"
