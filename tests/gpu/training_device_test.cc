@@ -12,6 +12,7 @@
 #include "model/engine.h"
 #include "model/qa_model.h"
 #include "tests/unit/test_model.h"
+#include "tests/unit/training_gold.h"
 #include "train/adamw.h"
 #include "train/qa_loss.h"
 #include "train/training_example.h"
@@ -19,21 +20,12 @@
 namespace longqa {
 namespace {
 
+using testing_support::kNullGold;
+using testing_support::kShortGold;
+using testing_support::kYesGold;
+using testing_support::Line;
 using testing_support::TestTokenizer;
 using testing_support::TinyConfig;
-
-// Paragraphs joined by "\n\n": [0,17) [19,40) [42,67); gold: a short span, YES, no answer.
-std::vector<std::string> GoldLines() {
-  const std::string head = R"({"example_id": "x", "kind": "k", "question": ")";
-  const std::string paragraphs =
-      R"(", "paragraphs": ["the river is long", "Ada was born in Paris", "Paris is a city of France"], )";
-  return {
-      head + "where was Ada born" + paragraphs +
-          R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [{"start_byte": 35, "end_byte": 40}]})",
-      head + "was Ada born in Paris" + paragraphs +
-          R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [], "yes_no_answer": "YES"})",
-      head + "which mountain" + paragraphs + R"("long_answer": null, "short_answers": []})"};
-}
 
 TensorMap Trainable(const TensorMap& weights, const at::Device& device) {
   TensorMap w;
@@ -51,7 +43,9 @@ void ExpectSameTraining(ModelConfig c) {
   auto engine = Engine::Create(c, initial, TestTokenizer(), {1, "cpu"});  // tokenizes only
   ASSERT_TRUE(engine.ok()) << engine.status().message();
   std::vector<TrainingExample> examples;
-  for (const std::string& line : GoldLines()) {
+  for (const std::string& line :
+       {Line("where was Ada born", kShortGold), Line("was Ada born in Paris", kYesGold),
+        Line("which mountain", kNullGold)}) {
     auto ex = MakeTrainingExample(line, **engine);
     ASSERT_TRUE(ex.ok()) << ex.status().message();
     examples.push_back(*ex);

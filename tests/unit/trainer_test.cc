@@ -15,6 +15,7 @@
 #include "model/format/safetensors.h"
 #include "model/qa_model.h"
 #include "tests/unit/test_model.h"
+#include "tests/unit/training_gold.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
 #include "train/qa_loss.h"
@@ -23,22 +24,12 @@
 namespace longqa {
 namespace {
 
+using testing_support::kNullGold;
+using testing_support::kShortGold;
+using testing_support::kYesGold;
+using testing_support::Line;
 using testing_support::TestTokenizer;
 using testing_support::TinyConfig;
-
-// Paragraphs joined by "\n\n": [0,17) [19,40) [42,67).
-const char* kParagraphs =
-    R"("paragraphs": ["the river is long", "Ada was born in Paris", "Paris is a city of France"])";
-
-std::string Line(const std::string& question, const std::string& gold) {
-  return std::string(R"({"example_id": "x", "kind": "k", "question": ")") + question + "\", " +
-         kParagraphs + ", " + gold + "}";
-}
-const std::string kShortGold =
-    R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [{"start_byte": 35, "end_byte": 40}])";
-const std::string kYesGold =
-    R"("long_answer": {"start_byte": 19, "end_byte": 40}, "short_answers": [], "yes_no_answer": "YES")";
-const std::string kNullGold = R"("long_answer": null, "short_answers": [])";
 
 std::unique_ptr<Engine> MakeEngine(const ModelConfig& c, const TensorMap& w) {
   auto engine = Engine::Create(c, w, TestTokenizer(), {1, "cpu"});
