@@ -11,6 +11,7 @@
 # names and phrasings). Re-running resumes each variant from WORK/<variant>.
 # Usage: tools/train_minilm.sh [WORK]  (default build/minilm-train; env STEPS, BUILD, VARIANTS,
 # THREADS, DEVICE: cpu or cuda, PYTHON: for the data and the import, default the test venv's,
+# DATA_ONLY: make the data sets and stop,
 # TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s, CLUSTERS: centroids a cluster layer,
 # default 16)
 set -euo pipefail
@@ -35,6 +36,7 @@ make_split mid 22 0 100 0 2000 8000
 make_split s1 31 6000 100 0 220 600
 make_split s2 32 4000 100 0 600 2000
 make_split s3 33 2000 100 0 2000 4000
+[[ -z "${DATA_ONLY:-}" ]] || exit 0
 
 common=(--window_tokens 256 --stride_tokens 224 --max_question_tokens 32)
 init() {  # variant, then import_hf.py flags: only for the variants trained

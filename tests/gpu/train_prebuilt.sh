@@ -2,7 +2,9 @@
 # Trains a variant of the shipped English model on a lent GPU machine (no network, no packages)
 # from the tarball of tests/gpu/stage_prebuilt.sh: first gpu_engine_test (a training step on CUDA
 # against the CPU, among others), then the recipe of tools/train_minilm.sh with
-# --device cuda, then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (LONG=1)
+# --device cuda (or, TRAINED=1, INIT_DIR is an already trained folder: only the data is made),
+# then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (TWOHOP=1)
+# tools/train_minilm_twohop.sh's two-hop-heavy stages, then (LONG=1)
 # tools/train_minilm_long.sh's s4 stage of 4k-16k-token documents, then (EVAL=1)
 # tools/ship_minilm.sh with the server on the GPU: the null threshold chosen on the 8k-32k-token
 # dev set, the fp16 folder, and the test split scored at it. The machine's python3 has torch,
@@ -15,7 +17,8 @@
 # OUT_DIR/logs.tar (the trainer's logs, ship.log, md5sums.txt), eval.tar (ship_minilm.sh's eval
 # folder), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
-#   env STEPS (default 2000), YESNO, LONG, LONG_STEPS (default 400), EVAL, THREADS (default 8),
+#   env STEPS (default 2000), TRAINED, YESNO, TWOHOP, TWOHOP_STEPS (default 1500), LONG,
+#   LONG_STEPS (default 400), EVAL, THREADS (default 8),
 #   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
 #   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
 #   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
@@ -32,7 +35,11 @@ say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$out/summary.txt"; }
 
 work="$pkg/minilm-train"
 mkdir -p "$work/build/train" "$work/build/server" "$work/build/client"
-cp -r "$init" "$work/init-$variant"
+if [ -n "${TRAINED:-}" ]; then
+  cp -r "$init" "$work/$variant"
+else
+  cp -r "$init" "$work/init-$variant"
+fi
 # A BUILD folder for the tools/ scripts: each program with the package's library path.
 for p in train/longqa-train server/longqa-server client/longqa; do
   printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$libs" "$pkg/bin/${p#*/}" \
@@ -46,37 +53,44 @@ run "$pkg/bin/gpu_engine_test" --gtest_brief=1 > "$out/gpu_engine_test.txt" 2>&1
 say "gpu_engine_test: exit $? ($(grep -c '^\[  FAILED' "$out/gpu_engine_test.txt") failed)"
 say "training $variant on $DEVICE: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)"
 limit="${TRAIN_SECONDS:-420}"
-VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
-  "$root/tools/train_minilm.sh" "$work"
-say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
+# A later stage's script, run with the training time left (its own --time_limit_s; the outer
+# timeout bounds its steps after that); skipped with under 10 s left.
+later_stage() {  # script, then its arguments
+  local left=$((limit - (SECONDS - start)))
+  if [ "$left" -le 10 ]; then
+    say "$(basename "$1"): skipped, $left s of the training time left"
+    return
+  fi
+  TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" "$@"
+  say "$(basename "$1"): exit $?"
+}
+if [ -z "${TRAINED:-}" ]; then
+  VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
+    "$root/tools/train_minilm.sh" "$work"
+  say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
+else
+  DATA_ONLY=1 "$root/tools/train_minilm.sh" "$work"
+  say "train_minilm.sh (data only): exit $?"
+fi
 (cd "$work/data" && md5sum ./*/*.jsonl) > "$work/md5sums.txt"
 final="$work/$variant"
 if [ -n "${YESNO:-}" ] && grep -q "\"step\": ${STEPS:-2000}\b" "$final/trainer_state.json"; then
-  # Each of its stages stops at the time left; the outer timeout bounds the stages after it.
-  left=$((limit - (SECONDS - start)))
-  if [ "$left" -gt 10 ]; then
-    TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" \
-      "$root/tools/train_minilm_yesno.sh" "$variant"
-    say "train_minilm_yesno.sh: exit $?"
-  else
-    say "train_minilm_yesno.sh: skipped, $left s of the training time left"
-  fi
+  later_stage "$root/tools/train_minilm_yesno.sh" "$variant"
   for f in "$work/$variant-yesno" "$work/$variant-yesno-2" "$work/$variant-yesno-1"; do
     [ -s "$f/trainer_state.json" ] && { final="$f"; break; }
   done
 fi
 
-if [ -n "${LONG:-}" ] && grep -q '"step":' "$final/trainer_state.json" 2> /dev/null; then
+if [ -n "${TWOHOP:-}" ] && [ -s "$final/model.safetensors" ]; then
+  # The two-hop-heavy stages on whatever the steps above ended with.
+  STEPS="${TWOHOP_STEPS:-1500}" later_stage "$root/tools/train_minilm_twohop.sh" "$(basename "$final")"
+  [ -s "$final-twohop/trainer_state.json" ] && final="$final-twohop"
+fi
+
+if [ -n "${LONG:-}" ] && [ -s "$final/model.safetensors" ]; then
   # Stage s4 (4k-16k-token documents) on whatever the steps above ended with.
-  left=$((limit - (SECONDS - start)))
-  if [ "$left" -gt 10 ]; then
-    STEPS="${LONG_STEPS:-400}" TRAIN_FLAGS="--time_limit_s $left" \
-      "$root/tools/train_minilm_long.sh" "$(basename "$final")"
-    say "train_minilm_long.sh: exit $?"
-    [ -s "$final-long/trainer_state.json" ] && final="$final-long"
-  else
-    say "train_minilm_long.sh: skipped, $left s of the training time left"
-  fi
+  STEPS="${LONG_STEPS:-400}" later_stage "$root/tools/train_minilm_long.sh" "$(basename "$final")"
+  [ -s "$final-long/trainer_state.json" ] && final="$final-long"
 fi
 
 name="$(basename "$final")"
