@@ -6,12 +6,13 @@
 # learned them (8k-32k test long F1 0.00-0.05, docs/demo-model.md); an ETC model's question
 # tokens are global and see the whole document, so the route it needs (question -> birth
 # paragraph -> city's country paragraph) does not depend on the distance and can be learned on
-# short documents first. Stages of 220-600, 600-2,000 and 4,000-16,000 target tokens, each at
-# most a third of the steps (or earlier at 80% training accuracy).
+# short documents first. Stages of 220-600, 600-2,000 and 4,000-16,000 target tokens; each short
+# one ends after SHORT_STEPS (default a third of the steps) or earlier at 80% training accuracy,
+# the long one takes the rest.
 # Starts from WORK/<variant> (its weights and config: a fresh optimizer and schedule), writes
 # WORK/<variant>-twohop; re-running resumes it.
 # Usage: tools/train_minilm_twohop.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
-# 1500), THREADS, DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS: more longqa-train flags)
+# 1500), SHORT_STEPS, THREADS, DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS: more longqa-train flags)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -28,9 +29,9 @@ make_split() {  # name seed train min max
 }
 make_split th1 41 4000 220 600
 make_split th2 42 2000 600 2000
-make_split th4 44 600 4000 16000
+make_split th4 44 1500 4000 16000
 [[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no trained $WORK/$VARIANT" >&2; exit 1; }
-stage_steps=$((STEPS / 3))
+stage_steps="${SHORT_STEPS:-$((STEPS / 3))}"
 # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
 exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --out "$WORK/$VARIANT-twohop" \

@@ -17,8 +17,8 @@
 # OUT_DIR/logs.tar (the trainer's logs, ship.log, md5sums.txt), eval.tar (ship_minilm.sh's eval
 # folder), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
-#   env STEPS (default 2000), TRAINED, YESNO, TWOHOP, TWOHOP_STEPS (default 1500), LONG,
-#   LONG_STEPS (default 400), EVAL, THREADS (default 8),
+#   env STEPS (default 2000), TRAINED, YESNO, TWOHOP, TWOHOP_STEPS (default 1500), SHORT_STEPS
+#   (train_minilm_twohop.sh's), LONG, LONG_STEPS (default 400), EVAL, THREADS (default 8),
 #   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
 #   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
 #   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
