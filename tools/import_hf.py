@@ -19,7 +19,8 @@ absolute position embeddings stay, numbered through the document after the quest
 around the table (`etc.positions: "document"`, Longformer's tiling), or within each paragraph
 (`--etc_positions paragraph`), or dropped (`none`: ETC's relative labels only). Measured on
 MiniLM (docs/demo-model.md): only "document" learned long answers, and faster with one segment
-token (`--etc_max_segments 1`) than with one per paragraph.
+token (`--etc_max_segments 1`) than with one per paragraph; with one per paragraph and
+`--etc_hard_g2l_mask` (a segment token sees only its own paragraph) it reads single facts best.
 
 `--qa_format` (default: squad for a checkpoint with a QA head and S layers only, else nq) says
 how the server lays out windows and decodes. "squad" serves an extractive (SQuAD-style) checkpoint
@@ -184,7 +185,8 @@ def convert(args):
     }
     if architecture == "etc":
         config["etc"] = {"radius": args.etc_radius, "relative_clip": args.etc_relative_clip,
-                         "positions": args.etc_positions, "max_segments": args.etc_max_segments}
+                         "positions": args.etc_positions, "max_segments": args.etc_max_segments,
+                         "hard_g2l_mask": args.etc_hard_g2l_mask}
         if args.etc_positions != "none":
             config["max_position_embeddings"] = max_positions
     else:
@@ -228,6 +230,9 @@ def main():
                    help="absolute positions an ETC lift keeps (see above)")
     p.add_argument("--etc_max_segments", type=int, default=256,
                    help="most segment (global) tokens; consecutive paragraphs merge beyond it")
+    p.add_argument("--etc_hard_g2l_mask", action="store_true",
+                   help="a segment token attends only to its own segment's tokens, so segment "
+                        "tokens differ from the first step (docs/demo-model.md, session 21)")
     p.add_argument("--qa_format", choices=["auto", "nq", "squad"], default="auto",
                    help="window layout and decoding (see above); auto: squad for a QA "
                         "checkpoint with S layers only, else nq")

@@ -11,7 +11,8 @@
 # names and phrasings). Re-running resumes each variant from WORK/<variant>.
 # Usage: tools/train_minilm.sh [WORK]  (default build/minilm-train; env STEPS, BUILD, VARIANTS,
 # THREADS, DEVICE: cpu or cuda, PYTHON: for the data and the import, default the test venv's,
-# DATA_ONLY: make the data sets and stop,
+# DATA_ONLY: make the data sets and stop, ETC_FLAGS: the ETC lift's import_hf.py flags, default
+# --etc_max_segments 1 (session 21's per-paragraph run: --etc_max_segments 256 --etc_hard_g2l_mask),
 # TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s, CLUSTERS: centroids a cluster layer,
 # default 16)
 set -euo pipefail
@@ -47,7 +48,9 @@ init() {  # variant, then import_hf.py flags: only for the variants trained
 }
 init sliding --layers SSSSSS "${common[@]}"
 init cluster_former --layers SSCSSC --clusters "${CLUSTERS:-16}" "${common[@]}"
-init etc --architecture etc --max_question_tokens 32 --etc_positions document --etc_max_segments 1
+# shellcheck disable=SC2086  # ETC_FLAGS: several flags
+init etc --architecture etc --max_question_tokens 32 --etc_positions document \
+  ${ETC_FLAGS:---etc_max_segments 1}
 
 for v in $VARIANTS; do
   # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags

@@ -162,13 +162,14 @@ def test_cluster_and_etc_layouts(tmp_path):
     weights = load_file(str(tmp_path / "etc" / "model.safetensors"))
     # The lift keeps the pretrained positions, numbered through the document...
     assert etc["etc"]["positions"] == "document" and etc["max_position_embeddings"] == 160
-    assert etc["etc"]["max_segments"] == 256
+    assert etc["etc"]["max_segments"] == 256 and etc["etc"]["hard_g2l_mask"] is False
     assert weights["embeddings.position_embeddings.weight"].shape == (160, 96)
     assert weights["encoder.layer.0.attention.self.relative_key"].shape == (2 * 12 + 3, 96)
     # ...or drops them for ETC's relative labels only.
     bare = import_model(str(hf_dir), str(tmp_path / "etc_bare"), "--architecture=etc",
-                        "--etc_positions=none", "--etc_max_segments=1")
+                        "--etc_positions=none", "--etc_max_segments=1", "--etc_hard_g2l_mask")
     assert bare["etc"]["positions"] == "none" and bare["etc"]["max_segments"] == 1
+    assert bare["etc"]["hard_g2l_mask"] is True
     weights = load_file(str(tmp_path / "etc_bare" / "model.safetensors"))
     assert "embeddings.position_embeddings.weight" not in weights
 
