@@ -7,9 +7,9 @@
 # tokens are global and see the whole document, so the route it needs (question -> birth
 # paragraph -> city's country paragraph) does not depend on the distance and can be learned on
 # short documents first (measured, session 21: learned there, 0.42-0.58 long right on 220-600
-# tokens, but not at the test's 8k-32k after 400 long steps: docs/demo-model.md). Stages of 220-600, 600-2,000 and 4,000-16,000 target tokens; each short
-# one ends after SHORT_STEPS (default a third of the steps) or earlier at 80% training accuracy,
-# the long one takes the rest.
+# tokens, but not at the test's 8k-32k after 400 long steps: docs/demo-model.md). Stages of
+# 220-600, 600-2,000 and 4,000-16,000 target tokens; each short one ends after SHORT_STEPS
+# (default a third of the steps) or earlier at 80% training accuracy, the long one takes the rest.
 # Starts from WORK/<variant> (its weights and config: a fresh optimizer and schedule), writes
 # WORK/<variant>-twohop; re-running resumes it.
 # Usage: tools/train_minilm_twohop.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
