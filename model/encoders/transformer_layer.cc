@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/encoders/fused_cpu_ops.h"
+
 namespace longqa {
 
 InferenceDense::InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision) {
@@ -152,7 +154,7 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
     const at::Tensor scores = at::baddbmm(bias.narrow(0, begin, n), q.narrow(0, begin, n),
                                           k.narrow(0, begin, n).transpose(1, 2), 1.0, scale);
     at::Tensor out = heads_context.narrow(0, begin, n);  // contiguous: whole leading rows
-    at::bmm_out(out, at::softmax(scores, -1), v.narrow(0, begin, n));
+    at::bmm_out(out, SoftmaxLastDimInPlace(scores), v.narrow(0, begin, n));
   }
   const at::Tensor context = heads_context.view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
   return FinishInference(x, context);
@@ -174,15 +176,14 @@ at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tens
 }
 
 at::Tensor TransformerLayer::FinishRows(const at::Tensor& x, const at::Tensor& context) const {
-  const int64_t d = x.size(-1);
-  // .to(x's dtype) is a no-op in fp32 and int8; in bf16 it brings the GEMM's output back to the
-  // fp32 residual stream.
-  at::Tensor h1 = o_(context).to(x.scalar_type()).add_(x);
-  h1 = at::layer_norm(h1, {d}, ln1_w_, ln1_b_, eps_);
-  at::Tensor inner = i_(h1);
-  at::gelu_out(inner, inner);  // in place: elementwise, so the output may alias the input
-  at::Tensor ffn = f_(inner).to(x.scalar_type()).add_(h1);
-  return at::layer_norm(ffn, {d}, ln2_w_, ln2_b_, eps_);
+  // Residual add + LayerNorm in one pass, in fp32 (the residual stream) from the GEMM's output,
+  // fp32 or bf16; in bf16 the same pass writes the FFN GEMM's bf16 input (fused_cpu_ops.h).
+  const at::Tensor h1_low = attention_dtype_ == at::kBFloat16
+                                ? at::empty(x.sizes(), x.options().dtype(at::kBFloat16))
+                                : at::Tensor();
+  const at::Tensor h1 = AddLayerNorm(o_(context), x, ln1_w_, ln1_b_, eps_, h1_low);
+  const at::Tensor inner = GeluInPlace(i_(h1_low.defined() ? h1_low : h1));
+  return AddLayerNorm(f_(inner), h1, ln2_w_, ln2_b_, eps_);
 }
 
 at::Tensor TransformerLayer::Query(const at::Tensor& x) const {

@@ -1,0 +1,249 @@
+#include "model/encoders/fused_cpu_ops.h"
+
+#include <ATen/Parallel.h>
+
+// GCC 12's AVX-512 headers make their "undefined" pass-through operands by self-initialisation,
+// which -W(maybe-)uninitialized reports at masked intrinsics and reductions: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define LONGQA_GCC_DIAGNOSTIC_PUSHED
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+// The AVX-512 functions carry their ISA as a target attribute and run only after the CPU check
+// of FusedCpuOpsAvailable(): the rest of the project is built for the baseline x86-64.
+#define LONGQA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+namespace longqa {
+namespace {
+
+// Rows of at most this many elements per parallel task, so that a few rows of scores (or a block
+// of hidden rows) make a task and the threads split even a small chunk.
+constexpr int64_t kGrainElements = 16384;
+
+int64_t Grain(int64_t row_length) { return std::max<int64_t>(1, kGrainElements / row_length); }
+
+LONGQA_AVX512 inline __mmask16 Lanes(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+LONGQA_AVX512 inline __m512 Load(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+
+LONGQA_AVX512 inline __m512 Load(const at::BFloat16* p, __mmask16 m) {
+  const __m256i bits = _mm256_maskz_loadu_epi16(m, p);  // bf16 = the high half of an fp32
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+LONGQA_AVX512 inline void Store(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+
+LONGQA_AVX512 inline void Store(at::BFloat16* p, __m512 v, __mmask16 m) {
+  // Round to nearest even, as c10::BFloat16 does; NaN stays a quiet NaN.
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
+  _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(r));
+}
+
+// e^x for x <= 0 (softmax's shifted scores; erf's e^(-z^2)): x = n ln 2 + r (Cody-Waite: ln 2 in
+// two parts, so r stays exact for large |x|), e^r by its Taylor polynomial of degree 6 on
+// |r| <= ln(2)/2 (error 1.2e-7), and 2^n by VSCALEFPS (0 for very negative n). -inf and the
+// -1e30 padding bias give 0; NaN stays NaN.
+LONGQA_AVX512 inline __m512 ExpNonPositive(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-1e4f), x);  // NaN in the second operand is returned
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// One row of n scores in place; `tmp` holds n floats (the exponentials between the passes, so a
+// bf16 row is rounded once).
+template <typename T>
+LONGQA_AVX512 void SoftmaxRow(T* row, int64_t n, float* tmp) {
+  __m512 most = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    most = _mm512_mask_max_ps(most, m, most, Load(row + i, m));
+  }
+  const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(most));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, ExpNonPositive(_mm512_sub_ps(Load(row + i, m), shift)));
+    sum = _mm512_add_ps(sum, e);
+    _mm512_storeu_ps(tmp + i, e);
+  }
+  const __m512 scale = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    Store(row + i, _mm512_mul_ps(_mm512_loadu_ps(tmp + i), scale), m);
+  }
+}
+
+// gelu(x) = x/2 (1 + erf(x / sqrt 2)); erf by Abramowitz & Stegun 7.1.26 (absolute error
+// 1.5e-7): erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^(-z^2), t = 1 / (1 + p z).
+template <typename T>
+LONGQA_AVX512 void GeluSpan(T* x, int64_t n) {
+  const __m512 sign_bit = _mm512_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    const __m512 v = Load(x + i, m);
+    const __m512 z =
+        _mm512_mul_ps(_mm512_andnot_ps(sign_bit, v), _mm512_set1_ps(0.70710678118654752f));
+    const __m512 t = _mm512_div_ps(
+        _mm512_set1_ps(1.0f), _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+    __m512 p = _mm512_set1_ps(1.061405429f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    p = _mm512_mul_ps(p, t);
+    const __m512 e = ExpNonPositive(_mm512_mul_ps(_mm512_mul_ps(z, z), _mm512_set1_ps(-1.0f)));
+    const __m512 erf_abs = _mm512_fnmadd_ps(p, e, _mm512_set1_ps(1.0f));
+    const __m512 erf = _mm512_or_ps(erf_abs, _mm512_and_ps(sign_bit, v));  // erf is odd
+    const __m512 half_x = _mm512_mul_ps(v, _mm512_set1_ps(0.5f));
+    Store(x + i, _mm512_fmadd_ps(half_x, erf, half_x), m);
+  }
+}
+
+// out = layer_norm(y + residual) of one row of d, and its bf16 copy where `low` is not null.
+template <typename T>
+LONGQA_AVX512 void AddLayerNormRow(const T* y, const float* residual, const float* weight,
+                                   const float* bias, float eps, int64_t d, float* out,
+                                   at::BFloat16* low) {
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < d; i += 16) {
+    const __mmask16 m = Lanes(d - i);
+    const __m512 z = _mm512_add_ps(Load(y + i, m), Load(residual + i, m));
+    sum = _mm512_add_ps(sum, z);
+    Store(out + i, z, m);
+  }
+  const float mean = _mm512_reduce_add_ps(sum) / static_cast<float>(d);
+  const __m512 vmean = _mm512_set1_ps(mean);
+  __m512 squares = _mm512_setzero_ps();
+  for (int64_t i = 0; i < d; i += 16) {
+    const __mmask16 m = Lanes(d - i);
+    const __m512 c = _mm512_maskz_sub_ps(m, Load(out + i, m), vmean);
+    squares = _mm512_fmadd_ps(c, c, squares);
+  }
+  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(d);
+  const __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(variance + eps));
+  for (int64_t i = 0; i < d; i += 16) {
+    const __mmask16 m = Lanes(d - i);
+    const __m512 c = _mm512_mul_ps(_mm512_sub_ps(Load(out + i, m), vmean), rstd);
+    const __m512 o = _mm512_fmadd_ps(c, Load(weight + i, m), Load(bias + i, m));
+    Store(out + i, o, m);
+    if (low != nullptr) Store(low + i, o, m);
+  }
+}
+
+bool FastDtype(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16;
+}
+
+bool FastPath(const at::Tensor& t) {
+  return FusedCpuOpsAvailable() && t.is_cpu() && t.is_contiguous() && FastDtype(t) &&
+         t.dim() >= 1 && t.size(-1) > 0 && !t.requires_grad();
+}
+
+template <typename F>
+void ForEachDtype(const at::Tensor& t, F&& f) {
+  if (t.scalar_type() == at::kFloat) {
+    f(t.data_ptr<float>());
+  } else {
+    f(t.data_ptr<at::BFloat16>());
+  }
+}
+
+}  // namespace
+
+bool FusedCpuOpsAvailable() {
+  static const bool available =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bf16");
+  return available;
+}
+
+at::Tensor SoftmaxLastDimInPlace(at::Tensor scores) {
+  if (!FastPath(scores)) return at::softmax(scores, -1);
+  const int64_t n = scores.size(-1);
+  const int64_t rows = scores.numel() / n;
+  ForEachDtype(scores, [&](auto* data) {
+    at::parallel_for(0, rows, Grain(n), [&](int64_t begin, int64_t end) {
+      std::vector<float> tmp(n + 16);
+      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, n, tmp.data());
+    });
+  });
+  return scores;
+}
+
+at::Tensor GeluInPlace(at::Tensor x) {
+  if (!FastPath(x)) return at::gelu_out(x, x);
+  const int64_t n = x.size(-1);
+  ForEachDtype(x, [&](auto* data) {
+    at::parallel_for(0, x.numel() / n, Grain(n), [&](int64_t begin, int64_t end) {
+      GeluSpan(data + begin * n, (end - begin) * n);
+    });
+  });
+  return x;
+}
+
+at::Tensor AddLayerNorm(const at::Tensor& y, const at::Tensor& residual, const at::Tensor& weight,
+                        const at::Tensor& bias, double eps, const at::Tensor& low_precision) {
+  const int64_t d = y.size(-1);
+  const bool low = low_precision.defined();
+  const bool fast = FastPath(y) && residual.scalar_type() == at::kFloat && residual.is_cpu() &&
+                    residual.is_contiguous() && residual.sizes() == y.sizes() &&
+                    weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
+                    weight.numel() == d && bias.scalar_type() == at::kFloat &&
+                    bias.is_contiguous() && bias.numel() == d &&
+                    (!low || (low_precision.scalar_type() == at::kBFloat16 &&
+                              low_precision.is_contiguous() && low_precision.sizes() == y.sizes()));
+  if (!fast) {
+    at::Tensor out =
+        at::layer_norm(at::add(y.to(residual.scalar_type()), residual), {d}, weight, bias, eps);
+    if (low) low_precision.copy_(out);
+    return out;
+  }
+  at::Tensor out = at::empty(y.sizes(), residual.options());
+  const float* r = residual.data_ptr<float>();
+  const float* w = weight.data_ptr<float>();
+  const float* b = bias.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  at::BFloat16* l = low ? low_precision.data_ptr<at::BFloat16>() : nullptr;
+  ForEachDtype(y, [&](auto* data) {
+    at::parallel_for(0, y.numel() / d, Grain(d), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        AddLayerNormRow(data + row * d, r + row * d, w, b, static_cast<float>(eps), d, o + row * d,
+                        l == nullptr ? nullptr : l + row * d);
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace longqa
+
+#ifdef LONGQA_GCC_DIAGNOSTIC_PUSHED
+#pragma GCC diagnostic pop
+#endif
