@@ -11,7 +11,9 @@
 # 220-600, 600-2,000 and 4,000-16,000 target tokens; each short one ends after SHORT_STEPS
 # (default a third of the steps) or earlier at 80% training accuracy, the long one takes the rest.
 # Starts from WORK/<variant> (its weights and config: a fresh optimizer and schedule), writes
-# WORK/<variant>-twohop; re-running resumes it.
+# WORK/<variant>-twohop, and the model as each short stage ended in WORK/<variant>-twohop/stage-0
+# and stage-1 (session 21's 4k-16k stage lost the two-hop answers its 600-2,000 stage had);
+# re-running resumes it.
 # Usage: tools/train_minilm_twohop.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
 # 1500), SHORT_STEPS, THREADS, DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS: more longqa-train flags)
 set -euo pipefail
@@ -41,5 +43,5 @@ exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 --lr 5e-5 \
   --warmup 50 --advance_accuracy 0.8 --advance_window 200 --min_stage_steps 100 \
   --max_stage_steps "$stage_steps" --centroid_every 100 --memory 20000 --eval_every 250 \
-  --eval_examples 40 --save_every 50 --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 3 \
+  --eval_examples 40 --save_every 50 --keep_stage_models --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 3 \
   ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-twohop.log" 2>&1

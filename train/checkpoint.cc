@@ -53,16 +53,16 @@ absl::StatusOr<TrainerState> LoadTrainerState(const std::string& dir) {
   }
 }
 
-absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
-                            const TensorMap& weights, const std::string& tokenizer_dir,
-                            const AdamW& optimizer, const TrainerState& state) {
+absl::Status SaveModelFolder(const std::string& dir, const ModelConfig& config,
+                             const TensorMap& weights, const std::string& tokenizer_dir,
+                             int64_t step) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   // Every head is in the training loss: after a step none is untrained any more, and the server
   // should stop warning about heads that import_hf.py initialised at random.
   ModelConfig saved = config;
-  if (state.step > 0) saved.untrained_heads.clear();
+  if (step > 0) saved.untrained_heads.clear();
   LONGQA_RETURN_IF_ERROR(
       WriteTextAtomically(ModelFilePath(dir, kConfigFile), ModelConfigToJson(saved) + "\n"));
   TensorMap detached;
@@ -74,6 +74,13 @@ absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
     std::filesystem::copy_file(source, copy, std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) return absl::InternalError(absl::StrCat("cannot copy ", source, ": ", ec.message()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SaveCheckpoint(const std::string& dir, const ModelConfig& config,
+                            const TensorMap& weights, const std::string& tokenizer_dir,
+                            const AdamW& optimizer, const TrainerState& state) {
+  LONGQA_RETURN_IF_ERROR(SaveModelFolder(dir, config, weights, tokenizer_dir, state.step));
   LONGQA_RETURN_IF_ERROR(WriteSafetensors(ModelFilePath(dir, kOptimizerFile), optimizer.State()));
   const nlohmann::json j = {{"step", state.step},
                             {"stage", state.stage},

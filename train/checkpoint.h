@@ -24,6 +24,12 @@ struct TrainerState {
 bool HasTrainerState(const std::string& dir);
 absl::StatusOr<TrainerState> LoadTrainerState(const std::string& dir);
 
+// Writes a servable model folder: config.json (untrained heads cleared once step > 0),
+// model.safetensors and the tokenizer file of `tokenizer_dir` (copied unless it is dir).
+absl::Status SaveModelFolder(const std::string& dir, const ModelConfig& config,
+                             const TensorMap& weights, const std::string& tokenizer_dir,
+                             int64_t step);
+
 // Writes the model files, then the optimizer state, then trainer_state.json last (each file
 // atomically), so a checkpoint with a state file is complete. The tokenizer file of
 // `tokenizer_dir` is copied unless tokenizer_dir is dir.

@@ -33,6 +33,9 @@ ABSL_FLAG(int64_t, memory, 20000, "Memory bank rows per cluster layer");
 ABSL_FLAG(int64_t, eval_every, 500, "Steps between dev evaluations");
 ABSL_FLAG(int64_t, eval_examples, 100, "Dev examples scored per dev file");
 ABSL_FLAG(int64_t, save_every, 100, "Steps between checkpoints");
+ABSL_FLAG(bool, keep_stage_models, false,
+          "At the end of each stage, keep a servable copy of the model (no optimizer state) in "
+          "<out>/stage-<N>, so that a later stage cannot lose what an earlier one learned");
 ABSL_FLAG(int64_t, log_every, 20, "Steps between log lines");
 ABSL_FLAG(double, time_limit_s, 0,
           "Stop after the step that passes this many seconds, with a checkpoint (0: no limit)");
@@ -69,6 +72,7 @@ TrainerOptions OptionsFromFlags() {
   o.eval_every = absl::GetFlag(FLAGS_eval_every);
   o.eval_examples = absl::GetFlag(FLAGS_eval_examples);
   o.save_every = absl::GetFlag(FLAGS_save_every);
+  o.keep_stage_models = absl::GetFlag(FLAGS_keep_stage_models);
   o.log_every = absl::GetFlag(FLAGS_log_every);
   o.time_limit_s = absl::GetFlag(FLAGS_time_limit_s);
   o.threads = absl::GetFlag(FLAGS_threads);

@@ -233,6 +233,12 @@ absl::Status Trainer::Run() {
           decision == Curriculum::Decision::kMastered ? "mastered" : "ends (max_stage_steps)",
           static_cast<long>(state_.step), curriculum_.running_accuracy());
       Evaluate();
+      if (options_.keep_stage_models) {
+        const std::string kept = absl::StrCat(options_.out, "/stage-", state_.stage);
+        LONGQA_RETURN_IF_ERROR(SaveModelFolder(kept, config_, weights_, model_dir_, state_.step));
+        std::printf("stage %ld model kept in %s (step %ld)\n", static_cast<long>(state_.stage),
+                    kept.c_str(), static_cast<long>(state_.step));
+      }
       ++state_.stage;
       state_.stage_step = 0;
       curriculum_.Reset();

@@ -40,6 +40,7 @@ struct TrainerOptions {
   int64_t eval_every = 500;
   int64_t eval_examples = 100;  // dev examples scored per dev file
   int64_t save_every = 100;
+  bool keep_stage_models = false;  // a model folder <out>/stage-<N> at the end of each stage N
   int64_t log_every = 20;
   double time_limit_s = 0;  // > 0: stop (with a checkpoint) after the step that passes it
   int threads = 2;

@@ -15,14 +15,15 @@
 # Out (the device tool returns at most 8 files of 16 MiB): OUT_DIR/<variant>.tar.part-* (the
 # trained folder, weights in fp16, with its trainer state; `cat` the parts, then tar x),
 # OUT_DIR/logs.tar (the trainer's logs, ship.log, md5sums.txt), eval.tar (ship_minilm.sh's eval
-# folder), gpu_engine_test.txt and summary.txt.
+# folder), stage-eval.tar (EVAL with a run that kept its stage models: each scored on the 2k-8k
+# dev set), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
 #   env STEPS (default 2000), TRAINED, YESNO, TWOHOP, TWOHOP_STEPS (default 1500), SHORT_STEPS
 #   (train_minilm_twohop.sh's), LONG, LONG_STEPS (default 400), EVAL, THREADS (default 8),
 #   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
 #   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
 #   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
-#   (tools/ship_minilm.sh's)
+#   (tools/ship_minilm.sh's), STAGE_EVAL_SECONDS (default 120: the stage models' scoring)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 init="$(cd "$2" && pwd)"
@@ -94,6 +95,17 @@ if [ -n "${LONG:-}" ] && [ -s "$final/model.safetensors" ]; then
 fi
 
 name="$(basename "$final")"
+if [ -n "${EVAL:-}" ] && compgen -G "$final/stage-*" >/dev/null; then
+  # The models kept as the final run's stages ended (longqa-train --keep_stage_models) and the
+  # final one, on the 2k-8k-token dev set: which stage holds the most two-hop answers.
+  SERVER_FLAGS="--device=$DEVICE" timeout "${STAGE_EVAL_SECONDS:-120}" \
+    "$root/tools/eval_demo.sh" "$work/data/mid/dev.jsonl" "$work/stage-eval" "$final"/stage-* \
+    "$final" > "$work/stage-eval.log" 2>&1
+  say "stage models on the 2k-8k dev set (long F1: all, then two_hop): $(awk \
+    '/^== /{name=$2; kind="all"} /^kind=/{kind=$1} /^long   all/{print name, kind, $NF}' \
+    "$work/stage-eval.log" | grep -v 'kind=\(one_hop\|yes_no\|unans\)' | tr '\n' ' ')"
+  tar -C "$work" --exclude='*.jsonl' -cf "$out/stage-eval.tar" stage-eval
+fi
 if [ -n "${EVAL:-}" ]; then
   # tools/ship_minilm.sh with the server on the GPU: the threshold on the 8k-32k dev set, the fp16
   # folder with it, fp16 against fp32 on dev, the test split per kind.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # longqa-train end to end on a tiny Cluster-Former: the curriculum moves to the next stage, the
-# centroids are refreshed from the memory bank, dev scores are printed, a checkpoint is written,
-# and a second run resumes from it (step count, stage) instead of starting over; --device names
-# where it trains, and a device that is not there is refused.
+# centroids are refreshed from the memory bank, dev scores are printed, a checkpoint is written
+# (and, --keep_stage_models, the model at the end of a stage), and a second run resumes from it
+# (step count, stage) instead of starting over; --device names where it trains, and a device
+# that is not there is refused.
 # Usage: train_cli_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src="$1"; build="$2"
@@ -19,7 +20,7 @@ train=("$build/train/longqa-train" --init_model "$work/init" --out "$work/ckpt"
        --batch_tokens 700 --min_stage_steps 1 --max_stage_steps 3 --centroid_every 2
        --memory 2000 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
 
-"${train[@]}" --steps 4 >"$work/log" 2>&1 || fail "first run exited $?"
+"${train[@]}" --steps 4 --keep_stage_models >"$work/log" 2>&1 || fail "first run exited $?"
 grep -q "^starting .* on cpu; stage 0, step 0" "$work/log" || fail "no start line naming the device"
 grep -q "stage 0 ends (max_stage_steps) at step 3" "$work/log" || fail "stage did not advance"
 grep -q "^stage 1: " "$work/log" || fail "stage 1 not loaded"
@@ -30,6 +31,17 @@ grep -q '"stage": 1' "$work/ckpt/trainer_state.json" || fail "state not in stage
 for f in config.json model.safetensors spm.model optimizer.safetensors; do
   [ -s "$work/ckpt/$f" ] || fail "checkpoint lacks $f"
 done
+# --keep_stage_models: stage 0's model as it was when the stage ended (step 3), servable files
+# only; stage 1 is the last stage, whose model is the checkpoint itself.
+grep -q "stage 0 model kept in $work/ckpt/stage-0 (step 3)" "$work/log" || fail "no stage-0 line"
+for f in config.json model.safetensors spm.model; do
+  [ -s "$work/ckpt/stage-0/$f" ] || fail "stage-0 lacks $f"
+done
+[ ! -e "$work/ckpt/stage-0/optimizer.safetensors" ] || fail "stage-0 has an optimizer state"
+[ ! -e "$work/ckpt/stage-0/trainer_state.json" ] || fail "stage-0 looks resumable"
+[ ! -e "$work/ckpt/stage-1" ] || fail "the unfinished last stage was kept"
+! cmp -s "$work/ckpt/stage-0/model.safetensors" "$work/ckpt/model.safetensors" \
+  || fail "stage-0 holds the step-4 weights"
 
 "${train[@]}" --steps 6 >"$work/log" 2>&1 || fail "resumed run exited $?"
 grep -q "^resuming .*stage 1, step 4" "$work/log" || fail "did not resume from step 4"
