@@ -319,7 +319,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
                                t.long_own_lo.narrow(0, b0 * b, rows),
                                t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
     kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
-    const at::Tensor p = SoftmaxLastDimInPlace(s);
+    const at::Tensor p = SoftmaxLastDim(s);
     at::Tensor out = at::bmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
     for (int64_t head = 0; head < h; ++head) {
       out[head]

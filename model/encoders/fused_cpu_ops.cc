@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 // The AVX-512 functions carry their ISA as a target attribute and run only after the CPU check
@@ -75,10 +76,10 @@ LONGQA_AVX512 inline __m512 ExpNonPositive(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// One row of n scores in place; `tmp` holds n floats (the exponentials between the passes, so a
+// One row of n scores into `out`; `tmp` holds n floats (the exponentials between the passes, so a
 // bf16 row is rounded once).
 template <typename T>
-LONGQA_AVX512 void SoftmaxRow(T* row, int64_t n, float* tmp) {
+LONGQA_AVX512 void SoftmaxRow(const T* row, T* out, int64_t n, float* tmp) {
   __m512 most = _mm512_set1_ps(-INFINITY);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = Lanes(n - i);
@@ -95,7 +96,7 @@ LONGQA_AVX512 void SoftmaxRow(T* row, int64_t n, float* tmp) {
   const __m512 scale = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = Lanes(n - i);
-    Store(row + i, _mm512_mul_ps(_mm512_loadu_ps(tmp + i), scale), m);
+    Store(out + i, _mm512_mul_ps(_mm512_loadu_ps(tmp + i), scale), m);
   }
 }
 
@@ -184,17 +185,20 @@ bool FusedCpuOpsAvailable() {
   return available;
 }
 
-at::Tensor SoftmaxLastDimInPlace(at::Tensor scores) {
+at::Tensor SoftmaxLastDim(const at::Tensor& scores) {
   if (!FastPath(scores)) return at::softmax(scores, -1);
   const int64_t n = scores.size(-1);
   const int64_t rows = scores.numel() / n;
+  at::Tensor out = at::empty_like(scores);
   ForEachDtype(scores, [&](auto* data) {
+    using T = std::remove_pointer_t<decltype(data)>;
+    T* o = out.data_ptr<T>();
     at::parallel_for(0, rows, Grain(n), [&](int64_t begin, int64_t end) {
       std::vector<float> tmp(n + 16);
-      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, n, tmp.data());
+      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, o + r * n, n, tmp.data());
     });
   });
-  return scores;
+  return out;
 }
 
 at::Tensor GeluInPlace(at::Tensor x) {
@@ -214,9 +218,10 @@ at::Tensor AddLayerNorm(const at::Tensor& y, const at::Tensor& residual, const a
   const bool low = low_precision.defined();
   const bool fast = FastPath(y) && residual.scalar_type() == at::kFloat && residual.is_cpu() &&
                     residual.is_contiguous() && residual.sizes() == y.sizes() &&
-                    weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
-                    weight.numel() == d && bias.scalar_type() == at::kFloat &&
-                    bias.is_contiguous() && bias.numel() == d &&
+                    weight.scalar_type() == at::kFloat && weight.is_cpu() &&
+                    weight.is_contiguous() && weight.numel() == d &&
+                    bias.scalar_type() == at::kFloat && bias.is_cpu() && bias.is_contiguous() &&
+                    bias.numel() == d &&
                     (!low || (low_precision.scalar_type() == at::kBFloat16 &&
                               low_precision.is_contiguous() && low_precision.sizes() == y.sizes()));
   if (!fast) {

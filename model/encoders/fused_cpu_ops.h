@@ -1,10 +1,10 @@
 // The elementwise steps of a transformer layer's CPU inference path, fused and vectorised with
-// AVX-512: attention's row softmax in place, GELU in place, and residual add + LayerNorm in one
+// AVX-512: attention's row softmax, GELU in place, and residual add + LayerNorm in one
 // pass (issue 22: ONNX Runtime fuses these; LibTorch 1.13 runs each as its own pass, and its bf16
-// softmax converts through a temporary: measured 1.1 ms for 28 x 270 x 270 bf16 scores on 2
-// threads, against 0.5 ms here). Each falls back to the LibTorch op where the fast path does not
-// apply (another device or dtype, non-contiguous input, a CPU without AVX-512 + bf16
-// instructions), so callers need no conditions of their own.
+// softmax converts through a temporary: measured 1.16 against 0.72 ms for 28 x 276 x 276 bf16
+// scores on 2 threads, bench/results/fused_cpu_ops/). Each falls back to the LibTorch op where the
+// fast path does not apply (another device or dtype, non-contiguous input, a CPU without AVX-512 +
+// bf16 instructions), so callers need no conditions of their own.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,9 +15,11 @@ namespace longqa {
 // LibTorch's own kernels run AVX-512 too (model/compute_info.h: older AVX-512 CPUs down-clock).
 bool FusedCpuOpsAvailable();
 
-// softmax(scores, -1). A contiguous fp32 or bf16 CPU tensor is overwritten with the result (and
-// returned); anything else gets at::softmax. Computed in fp32 whatever the dtype.
-at::Tensor SoftmaxLastDimInPlace(at::Tensor scores);
+// softmax(scores, -1), computed in fp32 whatever the dtype; anything but a contiguous fp32 or
+// bf16 CPU tensor gets at::softmax. Into a new tensor, not in place: in place, the MiniLM model's
+// peak memory at 25k tokens rose from 216 to 295 MiB with 2 threads (cause not found; measured
+// with longqa-memory-bench, session 22), for no speed that the benches could tell apart.
+at::Tensor SoftmaxLastDim(const at::Tensor& scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.
 at::Tensor GeluInPlace(at::Tensor x);

@@ -154,7 +154,7 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
     const at::Tensor scores = at::baddbmm(bias.narrow(0, begin, n), q.narrow(0, begin, n),
                                           k.narrow(0, begin, n).transpose(1, 2), 1.0, scale);
     at::Tensor out = heads_context.narrow(0, begin, n);  // contiguous: whole leading rows
-    at::bmm_out(out, SoftmaxLastDimInPlace(scores), v.narrow(0, begin, n));
+    at::bmm_out(out, SoftmaxLastDim(scores), v.narrow(0, begin, n));
   }
   const at::Tensor context = heads_context.view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
   return FinishInference(x, context);

@@ -24,7 +24,7 @@ double WorstRatio(const at::Tensor& got, const at::Tensor& want, double atol, do
   return ((g - want).abs() / (atol + rtol * want.abs())).max().item<double>();
 }
 
-TEST(FusedCpuOpsTest, SoftmaxMatchesFp64InPlace) {
+TEST(FusedCpuOpsTest, SoftmaxMatchesFp64) {
   // Which path the checks of this file take, in the test log.
   std::printf("fused CPU ops: %s\n", FusedCpuOpsAvailable() ? "AVX-512 paths" : "LibTorch ops");
   at::manual_seed(3);
@@ -35,17 +35,14 @@ TEST(FusedCpuOpsTest, SoftmaxMatchesFp64InPlace) {
       if (n > 1) scores[1][2][n - 1] = -INFINITY;
       const at::Tensor want = at::softmax(scores.to(at::kDouble), -1);
       const at::Tensor input = scores.clone();
-      const at::Tensor got = SoftmaxLastDimInPlace(scores);
+      const at::Tensor got = SoftmaxLastDim(scores);
       ASSERT_EQ(got.scalar_type(), dtype);
       const double ratio = dtype == at::kFloat ? WorstRatio(got, want, 1e-12, 1e-6)
                                                : WorstRatio(got, want, 1e-12, 1.0 / 256);
       EXPECT_LE(ratio, 1.0) << at::toString(dtype) << " n " << n;
       // Padded keys get exactly 0, as LibTorch's softmax gives them.
       EXPECT_EQ(got[0][1].narrow(0, 0, (n + 1) / 2).abs().max().item<double>(), n == 1 ? 1.0 : 0.0);
-      if (FusedCpuOpsAvailable()) {
-        EXPECT_EQ(got.data_ptr(), scores.data_ptr()) << "the fast path works in place";
-        EXPECT_FALSE(at::equal(scores, input));
-      }
+      EXPECT_TRUE(at::equal(scores, input)) << "the scores are not written";
     }
   }
 }
@@ -54,7 +51,7 @@ TEST(FusedCpuOpsTest, SoftmaxOfAStridedTensorIsLibTorchs) {
   const at::Tensor base = at::randn({4, 9, 20});
   const at::Tensor strided = base.transpose(1, 2);
   const at::Tensor before = base.clone();
-  const at::Tensor got = SoftmaxLastDimInPlace(strided);
+  const at::Tensor got = SoftmaxLastDim(strided);
   EXPECT_TRUE(at::allclose(got, at::softmax(before.transpose(1, 2), -1)));
   EXPECT_TRUE(at::equal(base, before)) << "a strided input is not written";
 }
