@@ -18,7 +18,8 @@ bool FusedCpuOpsAvailable();
 // softmax(scores, -1), computed in fp32 whatever the dtype; anything but a contiguous fp32 or
 // bf16 CPU tensor gets at::softmax. Into a new tensor, not in place: in place, the MiniLM model's
 // peak memory at 25k tokens rose from 216 to 295 MiB with 2 threads (cause not found; measured
-// with longqa-memory-bench, session 22), for no speed that the benches could tell apart.
+// with longqa-memory-bench, session 22); this form ran at 0.92-0.97x of its speed in two noisy
+// alternating runs.
 at::Tensor SoftmaxLastDim(const at::Tensor& scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.
