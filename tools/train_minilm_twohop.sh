@@ -43,5 +43,6 @@ exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 --lr 5e-5 \
   --warmup 50 --advance_accuracy 0.8 --advance_window 200 --min_stage_steps 100 \
   --max_stage_steps "$stage_steps" --centroid_every 100 --memory 20000 --eval_every 250 \
-  --eval_examples 40 --save_every 50 --keep_stage_models --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 3 \
+  --eval_examples 40 --save_every 50 --keep_stage_models --threads "${THREADS:-1}" \
+  --device "${DEVICE:-cpu}" --seed 3 \
   ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-twohop.log" 2>&1

@@ -216,11 +216,12 @@ at::Tensor AddLayerNorm(const at::Tensor& y, const at::Tensor& residual, const a
                         const at::Tensor& bias, double eps, const at::Tensor& low_precision) {
   const int64_t d = y.size(-1);
   const bool low = low_precision.defined();
-  const bool fast = FastPath(y) && residual.scalar_type() == at::kFloat && residual.is_cpu() &&
-                    residual.is_contiguous() && residual.sizes() == y.sizes() &&
-                    weight.scalar_type() == at::kFloat && weight.is_cpu() &&
-                    weight.is_contiguous() && weight.numel() == d &&
-                    bias.scalar_type() == at::kFloat && bias.is_cpu() && bias.is_contiguous() &&
+  // The other operands as the fast path reads them: fp32, on the CPU, contiguous.
+  const auto cpu_float = [](const at::Tensor& t) {
+    return t.scalar_type() == at::kFloat && t.is_cpu() && t.is_contiguous();
+  };
+  const bool fast = FastPath(y) && cpu_float(residual) && residual.sizes() == y.sizes() &&
+                    cpu_float(weight) && weight.numel() == d && cpu_float(bias) &&
                     bias.numel() == d &&
                     (!low || (low_precision.scalar_type() == at::kBFloat16 &&
                               low_precision.is_contiguous() && low_precision.sizes() == y.sizes()));
