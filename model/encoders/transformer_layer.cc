@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/encoders/fused_cpu_attention.h"
 #include "model/encoders/fused_cpu_ops.h"
 
 namespace longqa {
@@ -130,9 +131,13 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
                                                    const at::Tensor& valid) const {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t h = num_heads_, dh = d / num_heads_;
+  const at::Tensor stacked = qkv_(x).to(attention_dtype_);  // [B, T, 3d]
+  // fp32 on an AVX-512 CPU: one pass per (window, head), no layout copies (fused_cpu_attention.h).
+  if (FusedWindowAttentionApplies(stacked, h)) {
+    return FinishInference(x, FusedWindowAttention(stacked, valid, h));
+  }
   // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
-  const at::Tensor qkv =
-      qkv_(x).to(attention_dtype_).view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
+  const at::Tensor qkv = stacked.view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
   const at::Tensor q = qkv[0].reshape({b * h, t, dh});
   const at::Tensor k = qkv[1].reshape({b * h, t, dh});
   const at::Tensor v = qkv[2].reshape({b * h, t, dh});

@@ -39,9 +39,11 @@ inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const a
   return r(at::matmul(r(x), r(W(w, name + ".weight")).t()) + r(W(w, name + ".bias")));
 }
 
-// One post-LN layer on one unpadded sequence x [T, d].
+// One post-LN layer on one unpadded sequence x [T, d]. `scores_r` rounds the attention's scores
+// and weights (default: as r); the fused CPU attention keeps them fp32 (fused_cpu_attention.h).
 inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer,
-                           const at::Tensor& x, Rounding r = Exact) {
+                           const at::Tensor& x, Rounding r = Exact, Rounding scores_r = nullptr) {
+  if (scores_r == nullptr) scores_r = r;
   const std::string s = "encoder.layer." + std::to_string(layer);
   const at::Tensor q = RefLinear(w, s + ".attention.self.query", x, r);
   const at::Tensor k = RefLinear(w, s + ".attention.self.key", x, r);
@@ -49,10 +51,10 @@ inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t lay
   const int64_t dh = c.head_dim();
   std::vector<at::Tensor> per_head;
   for (int64_t h = 0; h < c.num_heads; ++h) {
-    const at::Tensor scores =
-        r(at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh)));
+    const at::Tensor scores = scores_r(
+        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh)));
     const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
-    per_head.push_back(r(at::matmul(r(e / e.sum(1, true)), v.narrow(1, h * dh, dh))));
+    per_head.push_back(r(at::matmul(scores_r(e / e.sum(1, true)), v.narrow(1, h * dh, dh))));
   }
   return RefFinish(w, c, layer, x, at::cat(per_head, 1), r);
 }

@@ -1,0 +1,28 @@
+// Multi-head self-attention of a batch of windows on the CPU in one pass per (window, head), fp32,
+// AVX-512 (issue 22: the fp32 gap to ONNX Runtime). LibTorch's path copies Q, K and V into
+// head-major layout, runs the 276 x 276 x 64 score and weighted-sum products as small batched
+// GEMMs (160-180 GFLOP/s against 300 for the Linear layers), writes the scores between three
+// passes and copies the context back to token-major layout. Here each task reads its head's Q, K
+// and V in place from the stacked projection, keeps a block of query rows' scores in L1, applies
+// the softmax there, and writes its slice of the context where the output projection reads it.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace longqa {
+
+// Whether FusedWindowAttention computes this: qkv a contiguous fp32 CPU tensor [B, T, 3d] without
+// autograd, heads of dh = d / heads with dh a multiple of 16 up to 128, on a CPU with the AVX-512
+// paths of FusedCpuOpsAvailable() (fused_cpu_ops.h). Callers take LibTorch's path otherwise.
+bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
+
+// context [B, T, d] = softmax(Q K^T / sqrt(dh) + padding) V for each head, from qkv = [B, T, 3d]
+// (query | key | value, each `heads` slices of dh, as BERT's self-attention lays them out) and
+// valid [B, T] (false: a padding key, which no query attends to, as LibTorch's path adds -1e30
+// to its scores; a window with no valid key averages all its values, as that path does).
+// Requires FusedWindowAttentionApplies(qkv, heads).
+at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads);
+
+}  // namespace longqa

@@ -1,0 +1,116 @@
+// FusedWindowAttention (model/encoders/fused_cpu_attention.h) against the plain formula in fp64
+// on random inputs: every head width it takes (dh 16 to 128), window lengths that are not
+// multiples of the kernel's 16 keys or its row blocks (1, 17, 33, 100, 276), padding keys, and a
+// window whose keys are all padding; fp32 and bf16 Q, K, V. Tolerance: fp32 2e-6 absolute + 1e-6
+// relative (sums of up to 276 terms; the worst ratio is printed); bf16 one rounding of the output
+// (2^-8 relative, plus 5% for the fp32 sums) of the fp64 result from the same bf16 inputs. And the
+// transformer layer that uses it: its inference path equals its autograd path, which never takes
+// the fused kernel.
+#include "model/encoders/fused_cpu_attention.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/transformer_layer.h"
+#include "tests/unit/test_model.h"
+
+namespace longqa {
+namespace {
+
+// The plain formula in fp64: per head, softmax(q k^T / sqrt(dh), padding keys at -1e30) v.
+at::Tensor Reference(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
+  const at::Tensor x = qkv.to(at::kDouble).view({b, t, 3, heads, dh}).permute({2, 0, 3, 1, 4});
+  at::Tensor scores = at::matmul(x[0], x[1].transpose(-1, -2)) / std::sqrt(double(dh));
+  scores = scores.masked_fill(valid.logical_not().view({b, 1, 1, t}), -1e30);
+  return at::matmul(at::softmax(scores, -1), x[2]).transpose(1, 2).reshape({b, t, d});
+}
+
+struct Case {
+  int64_t windows, tokens, heads, dh;
+};
+
+TEST(FusedCpuAttentionTest, MatchesTheFormulaInFp64) {
+  if (!FusedCpuOpsAvailable()) {
+    // The layer then takes LibTorch's path (tested by the encoder tests); the kernel cannot run.
+    EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({1, 4, 48}), 1));
+    GTEST_SKIP() << "this CPU has no AVX-512 + bf16 instructions: the fused kernel is not used";
+  }
+  at::manual_seed(11);
+  const std::vector<Case> cases = {{3, 276, 12, 64}, {2, 17, 2, 16},  {2, 1, 1, 32},
+                                   {2, 33, 3, 128},  {1, 100, 4, 48}, {2, 50, 2, 80},
+                                   {1, 40, 1, 96},   {1, 41, 1, 112}, {4, 276, 12, 32}};
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const Case& c : cases) {
+      const int64_t d = c.heads * c.dh;
+      // Scores of a few units, so the softmax is far from uniform.
+      const at::Tensor qkv = (at::randn({c.windows, c.tokens, 3 * d}) * 0.7).to(dtype);
+      at::Tensor valid = at::ones({c.windows, c.tokens}, at::kBool);
+      if (c.tokens > 1) valid[0].narrow(0, c.tokens / 2, c.tokens - c.tokens / 2).fill_(false);
+      if (c.windows > 2) valid[2].fill_(false);                           // no valid key at all
+      if (c.windows > 1 && c.tokens > 3) valid[1][c.tokens / 3] = false;  // one inside
+      ASSERT_TRUE(FusedWindowAttentionApplies(qkv, c.heads));
+      const at::Tensor got = FusedWindowAttention(qkv, valid, c.heads);
+      const at::Tensor want = Reference(qkv, valid, c.heads);
+      ASSERT_EQ(got.sizes(), want.sizes());
+      ASSERT_EQ(got.scalar_type(), dtype);
+      // bf16: fp32 arithmetic inside (its 1e-6), one rounding of the output (2^-8 relative).
+      const double atol = dtype == at::kFloat ? 2e-6 : 1e-6;
+      const double rtol = dtype == at::kFloat ? 1e-6 : 1.05 / 256;
+      const double worst =
+          ((got.to(at::kDouble) - want).abs() / (atol + rtol * want.abs())).max().item<double>();
+      std::printf("%s windows %ld tokens %ld heads %ld dh %ld: worst error / tolerance %.3f\n",
+                  at::toString(dtype), long(c.windows), long(c.tokens), long(c.heads), long(c.dh),
+                  worst);
+      EXPECT_LE(worst, 1.0) << at::toString(dtype) << " dh " << c.dh << " tokens " << c.tokens;
+    }
+  }
+}
+
+TEST(FusedCpuAttentionTest, TakesOnlyWhatItComputes) {
+  const bool cpu = FusedCpuOpsAvailable();
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}), 2), cpu);
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}, at::kBFloat16), 2), cpu);
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}, at::kDouble), 2));
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 48}), 2));   // dh 24
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 144}), 1));  // dh 144
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}), 3));   // 64 / 3
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({5, 2, 3 * 64}).transpose(0, 1), 2));
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}).requires_grad_(true), 2));
+  EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 48}), at::ones({2, 5}, at::kBool), 2),
+               std::invalid_argument);
+  if (cpu) {
+    EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 64}), at::ones({2, 4}, at::kBool), 2),
+                 std::invalid_argument);
+  }
+}
+
+// d 128 with 4 heads of 32: the layer's fp32 inference path takes the fused kernel on this CPU;
+// the autograd path (trainable weights) takes LibTorch's formula. Windows of different padding.
+TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
+  const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/128,
+                                            /*num_heads=*/4, /*intermediate_size=*/256, "S",
+                                            /*window=*/48, /*stride=*/40,
+                                            /*clusters_per_layer=*/4, /*max_question_tokens=*/40);
+  const TensorMap frozen = RandomWeights(c, 31);
+  TensorMap trainable;
+  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  at::manual_seed(32);
+  const at::Tensor x = at::randn({3, 45, 128});
+  at::Tensor valid = at::ones({3, 45}, at::kBool);
+  valid[1].narrow(0, 30, 15).fill_(false);
+  const at::Tensor trained = TransformerLayer(trainable, "encoder.layer.0", c).Forward(x, valid);
+  ASSERT_TRUE(trained.requires_grad());
+  at::InferenceMode guard;
+  const at::Tensor inferred = TransformerLayer(frozen, "encoder.layer.0", c).Forward(x, valid);
+  EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
+}
+
+}  // namespace
+}  // namespace longqa
