@@ -1,9 +1,14 @@
 #include "model/encoders/fused_cpu_attention.h"
 
 #include <ATen/Parallel.h>
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -244,6 +249,195 @@ LONGQA_AVX512 void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
   }
 }
 
+// ---- AMX: bf16 heads of 32 or 64 features on CPUs with AMX-BF16 (Sapphire Rapids and later) ----
+// The two products as tile multiplies (TDPBF16PS: 16 x 16 fp32 += 16 x 32 bf16 . 32 x 16 bf16),
+// the softmax between them in fp32 with AVX-512: the weights are rounded to bf16 before the
+// weighted sum (as LibTorch's bf16 path rounds its softmax output), the rows' sums stay fp32.
+
+#define LONGQA_AMX \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+constexpr int64_t kTile = 16;  // rows of a tile; 64 bytes a row: 16 fp32, 32 bf16
+
+// Linux hands a process the AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA); asked once. oneDNN asks too, for its own AMX GEMMs.
+bool AmxUsable() {
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!FusedCpuOpsAvailable() || __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) {
+      return false;
+    }
+    const bool tile = (edx & (1u << 24)) != 0, bf16 = (edx & (1u << 22)) != 0;
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return tile && bf16 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
+}
+
+// Every tile 16 rows of 64 bytes (palette 1).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+LONGQA_AMX void LoadTileConfig() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+
+LONGQA_AMX void ReleaseTiles() { _tile_release(); }
+
+// A task's buffers for AMX heads; tp = t rounded up to 32 (the weighted sum's 32 keys a step),
+// tq = t rounded up to 16.
+struct AmxScratch {
+  std::vector<at::BFloat16> q, weights;               // [tq][dh] (zero rows past t), [16][tp]
+  std::vector<uint32_t> key_pairs;                    // [dh/2][tp]: K[j][2c] | K[j][2c+1] << 16
+  std::vector<uint32_t> value_pairs;                  // [tp/2][dh]: V[2j][f] | V[2j+1][f] << 16
+  std::vector<float> scores, context, bias, inv_sum;  // [16][tp], [16][dh], [tp], [16]
+};
+
+// 16 values of row r from feature f, zero-extended to 32 bits; zero for the rows past t.
+LONGQA_AMX inline __m512i ValueRow(const at::BFloat16* v, int64_t ld, int64_t t, int64_t r,
+                                   int64_t f) {
+  if (r >= t) return _mm512_setzero_si512();
+  return _mm512_cvtepu16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + r * ld + f)));
+}
+
+// The operand layouts of TDPBF16PS's second operand: pairs along the summed dimension.
+LONGQA_AMX void PackPairs(const at::BFloat16* k, const at::BFloat16* v, int64_t ld, int64_t t,
+                          int64_t tp, int64_t dh, AmxScratch& w) {
+  const __m512i offsets =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(ld * 2)));
+  for (int64_t j = 0; j < tp; j += 16) {
+    const __mmask16 m = j < t ? simd::Lanes(t - j) : 0;  // keys past t: zero, never read
+    for (int64_t c = 0; c < dh; c += 2) {
+      _mm512_storeu_si512(
+          w.key_pairs.data() + (c / 2) * tp + j,
+          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offsets, k + j * ld + c, 1));
+    }
+  }
+  for (int64_t j = 0; j < tp; j += 2) {
+    for (int64_t f = 0; f < dh; f += 16) {
+      _mm512_storeu_si512(w.value_pairs.data() + (j / 2) * dh + f,
+                          _mm512_or_si512(ValueRow(v, ld, t, j, f),
+                                          _mm512_slli_epi32(ValueRow(v, ld, t, j + 1, f), 16)));
+    }
+  }
+}
+
+// scores [16][tp] (q . k) → weights [16][tp] = bf16(e^(scale q.k + bias - row max)), and
+// inv_sum = 1 / the fp32 sum of the unrounded exponentials.
+LONGQA_AMX void SoftmaxNumerators(AmxScratch& w, int64_t tp, float scale) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t r = 0; r < kTile; ++r) {
+    float* row = w.scores.data() + r * tp;
+    __m512 most = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < tp; j += 16) {
+      const __m512 x =
+          _mm512_fmadd_ps(_mm512_loadu_ps(row + j), vscale, _mm512_loadu_ps(w.bias.data() + j));
+      _mm512_storeu_ps(row + j, x);
+      most = _mm512_max_ps(most, x);
+    }
+    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(most));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < tp; j += 16) {
+      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
+      sum = _mm512_add_ps(sum, e);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.weights.data() + r * tp + j),
+                          (__m256i)_mm512_cvtneps_pbh(e));  // round to nearest even
+    }
+    w.inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
+  }
+}
+
+// One bf16 head of dh 32 or 64: rows q, k, v of the stacked projection (`ld` apart), the context
+// to `out`. Tiles: 0-3 sums, 4-5 first operands, 6-7 (and 2-3 while scoring) second operands.
+LONGQA_AMX void AttendHeadAmx(const at::BFloat16* q, const at::BFloat16* k, const at::BFloat16* v,
+                              int64_t ld, int64_t t, int64_t dh, const bool* valid,
+                              at::BFloat16* out, int64_t out_ld, AmxScratch& w) {
+  const int64_t tp = (t + 31) / 32 * 32, tq = (t + 15) / 16 * 16;
+  for (int64_t i = 0; i < tq; ++i) {
+    for (int64_t c = 0; c < dh; c += 16) {
+      const __mmask16 m = i < t ? static_cast<__mmask16>(0xffff) : 0;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.q.data() + i * dh + c),
+                          _mm256_maskz_loadu_epi16(m, q + i * ld + c));
+    }
+  }
+  PackPairs(k, v, ld, t, tp, dh, w);
+  for (int64_t j = 0; j < t; ++j) w.bias[j] = valid[j] ? 0.0f : -1e30f;
+  for (int64_t j = t; j < tp; ++j) w.bias[j] = -INFINITY;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const bool wide = dh == 64;
+  for (int64_t i0 = 0; i0 < t; i0 += kTile) {
+    // Scores of 16 queries, 16 keys a tile: 32 features a multiply.
+    _tile_loadd(4, w.q.data() + i0 * dh, dh * 2);
+    if (wide) _tile_loadd(5, w.q.data() + i0 * dh + 32, dh * 2);
+    // Two key blocks a step (tp is a multiple of 32) into two sums, so the multiplies overlap.
+    for (int64_t j0 = 0; j0 < tp; j0 += 2 * kTile) {
+      const uint32_t* pairs = w.key_pairs.data() + j0;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_loadd(6, pairs, tp * 4);
+      _tile_loadd(7, pairs + kTile, tp * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (wide) {  // features 32-63
+        _tile_loadd(2, pairs + 16 * tp, tp * 4);
+        _tile_loadd(3, pairs + 16 * tp + kTile, tp * 4);
+        _tile_dpbf16ps(0, 5, 2);
+        _tile_dpbf16ps(1, 5, 3);
+      }
+      _tile_stored(0, w.scores.data() + j0, tp * 4);
+      _tile_stored(1, w.scores.data() + j0 + kTile, tp * 4);
+    }
+    SoftmaxNumerators(w, tp, scale);
+    // Weighted sum: 32 keys a multiply, 16 features a tile.
+    _tile_zero(0);
+    _tile_zero(1);
+    if (wide) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    for (int64_t j0 = 0; j0 < tp; j0 += 32) {
+      const uint32_t* pairs = w.value_pairs.data() + (j0 / 2) * dh;
+      _tile_loadd(4, w.weights.data() + j0, tp * 2);
+      _tile_loadd(6, pairs, dh * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(7, pairs + 16, dh * 4);
+      _tile_dpbf16ps(1, 4, 7);
+      if (wide) {
+        _tile_loadd(6, pairs + 32, dh * 4);
+        _tile_dpbf16ps(2, 4, 6);
+        _tile_loadd(7, pairs + 48, dh * 4);
+        _tile_dpbf16ps(3, 4, 7);
+      }
+    }
+    float* context = w.context.data();
+    _tile_stored(0, context, dh * 4);
+    _tile_stored(1, context + 16, dh * 4);
+    if (wide) {
+      _tile_stored(2, context + 32, dh * 4);
+      _tile_stored(3, context + 48, dh * 4);
+    }
+    for (int64_t r = 0; r < std::min(kTile, t - i0); ++r) {
+      const __m512 inv = _mm512_set1_ps(w.inv_sum[r]);
+      for (int64_t f = 0; f < dh; f += 16) {
+        simd::Store(out + (i0 + r) * out_ld + f,
+                    _mm512_mul_ps(_mm512_loadu_ps(context + r * dh + f), inv), 0xffff);
+      }
+    }
+  }
+}
+
+bool UsesAmx(const at::Tensor& qkv, int64_t dh) {
+  return qkv.scalar_type() == at::kBFloat16 && (dh == 32 || dh == 64) && AmxUsable();
+}
+
 }  // namespace
 
 bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
@@ -256,6 +450,10 @@ bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
   const int64_t dh = qkv.size(2) / (3 * heads);
   return dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead &&
          qkv.size(2) * 16 < (int64_t{1} << 31);  // the gather's int32 offsets
+}
+
+bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads) {
+  return FusedWindowAttentionApplies(qkv, heads) && UsesAmx(qkv, qkv.size(2) / (3 * heads));
 }
 
 at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
@@ -271,6 +469,31 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
   const at::Tensor valid_bool = valid.to(at::kCPU).to(at::kBool).contiguous();
   const bool* valid_data = valid_bool.data_ptr<bool>();
   const int64_t tp = (t + 15) / 16 * 16;
+  if (UsesAmx(qkv, dh)) {
+    const at::BFloat16* in = qkv.data_ptr<at::BFloat16>();
+    at::BFloat16* context = out.data_ptr<at::BFloat16>();
+    at::parallel_for(0, b * heads, 1, [&](int64_t begin, int64_t end) {
+      const int64_t tp = (t + 31) / 32 * 32, tq = (t + 15) / 16 * 16;
+      AmxScratch w;
+      w.q.resize(tq * dh);
+      w.weights.resize(kTile * tp);
+      w.key_pairs.resize(dh / 2 * tp);
+      w.value_pairs.resize(tp / 2 * dh);
+      w.scores.resize(kTile * tp);
+      w.context.resize(kTile * dh);
+      w.bias.resize(tp);
+      w.inv_sum.resize(kTile);
+      LoadTileConfig();  // per thread; oneDNN configures the tiles again for its own kernels
+      for (int64_t job = begin; job < end; ++job) {
+        const int64_t window = job / heads, head = job % heads;
+        const at::BFloat16* rows = in + window * t * 3 * d + head * dh;
+        AttendHeadAmx(rows, rows + d, rows + 2 * d, 3 * d, t, dh, valid_data + window * t,
+                      context + window * t * d + head * dh, d, w);
+      }
+      ReleaseTiles();
+    });
+    return out;
+  }
   const auto attend = [&](const auto* in, auto* context) {
     at::parallel_for(0, b * heads, 1, [&](int64_t begin, int64_t end) {
       Scratch w;

@@ -18,6 +18,12 @@ namespace longqa {
 // paths of FusedCpuOpsAvailable() (fused_cpu_ops.h). Callers take LibTorch's path otherwise.
 bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
 
+// Whether FusedWindowAttention takes its AMX form for this input: bf16 heads of 32 or 64 features
+// on a CPU with AMX-BF16 whose kernel grants the tile state. That form rounds the attention
+// weights to bf16 (the tile multiply's operand, as LibTorch's bf16 path rounds them); the AVX-512
+// form keeps scores and weights fp32 for fp32 and bf16 inputs alike.
+bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads);
+
 // context [B, T, d] = softmax(Q K^T / sqrt(dh) + padding) V for each head, from qkv = [B, T, 3d]
 // (query | key | value, each `heads` slices of dh, as BERT's self-attention lays them out) and
 // valid [B, T] (false: a padding key, which no query attends to, as LibTorch's path adds -1e30

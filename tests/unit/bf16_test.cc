@@ -18,9 +18,9 @@
 namespace longqa {
 namespace {
 
-// d 64, 4 heads, FFN 128; weights std 0.1 so attention is far from uniform.
-ModelConfig LayerConfig() {
-  return ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64, /*num_heads=*/4,
+// d 64, 4 heads (or `heads`), FFN 128; weights std 0.1 so attention is far from uniform.
+ModelConfig LayerConfig(int64_t heads = 4) {
+  return ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64, /*num_heads=*/heads,
                              /*intermediate_size=*/128, "SS", /*window=*/48, /*stride=*/40,
                              /*clusters_per_layer=*/4, /*max_question_tokens=*/40);
 }
@@ -34,47 +34,53 @@ TensorMap Scaled(TensorMap w, double factor) {
 
 double MaxAbs(const at::Tensor& a) { return a.abs().max().item<double>(); }
 
+// Heads of 16 (the fused kernel's AVX-512 form on this CPU) and of 32 (its AMX form, on a CPU
+// with AMX: the tiles run between oneDNN's own AMX GEMMs of the same layer).
 TEST(Bf16Test, LayerMatchesTheReferenceThatRoundsWhereItRounds) {
-  const ModelConfig c = LayerConfig();
-  const TensorMap w = Scaled(RandomWeights(c, 31), 5.0);
-  const TransformerLayer layer(w, "encoder.layer.0", c, Precision::kBf16);
-  // Two sequences, the second padded after 29 of its 40 rows (padding is never attended to).
-  const at::Tensor x = at::randn({2, 40, 64}, at::TensorOptions().dtype(at::kFloat));
-  at::Tensor valid = at::ones({2, 40}, at::kBool);
-  valid[1].narrow(0, 29, 11).fill_(false);
-  at::InferenceMode guard;
-  const at::Tensor got = layer.Forward(x, valid);
-  ASSERT_EQ(got.scalar_type(), at::kFloat);  // the residual stream stays fp32
-  // On an AVX-512 CPU the attention is the fused kernel's: scores and weights stay fp32 there.
-  const Rounding scores_r =
-      FusedWindowAttentionApplies(at::zeros({1, 1, 3 * 64}, at::kBFloat16), c.num_heads) ? Exact
-                                                                                         : Bf16;
-  // Mean and max |difference| over the valid rows. The bound is on the mean: now and then one
-  // value sits on a bf16 rounding boundary and the layer and the reference round it apart (one
-  // ulp, seen once in seven runs on AMX: max 0.0059 against a typical 5e-7), which moves a few
-  // outputs but not the mean.
-  double rounded_sum = 0, exact_sum = 0, rounded_max = 0, exact_max = 0;
-  int64_t count = 0;
-  for (int64_t i = 0; i < 2; ++i) {
-    const int64_t n = i == 0 ? 40 : 29;
-    const at::Tensor in = x[i].narrow(0, 0, n).to(at::kDouble);
-    const at::Tensor out = got[i].narrow(0, 0, n).to(at::kDouble);
-    const at::Tensor to_rounded = (out - RefLayer(w, c, 0, in, Bf16, scores_r)).abs();
-    const at::Tensor to_exact = (out - RefLayer(w, c, 0, in, Exact)).abs();
-    rounded_sum += to_rounded.sum().item<double>();
-    exact_sum += to_exact.sum().item<double>();
-    rounded_max = std::max(rounded_max, MaxAbs(to_rounded));
-    exact_max = std::max(exact_max, MaxAbs(to_exact));
-    count += to_exact.numel();
+  for (const int64_t heads : {4, 2}) {
+    const ModelConfig c = LayerConfig(heads);
+    const TensorMap w = Scaled(RandomWeights(c, 31), 5.0);
+    const TransformerLayer layer(w, "encoder.layer.0", c, Precision::kBf16);
+    // Two sequences, the second padded after 29 of its 40 rows (padding is never attended to).
+    const at::Tensor x = at::randn({2, 40, 64}, at::TensorOptions().dtype(at::kFloat));
+    at::Tensor valid = at::ones({2, 40}, at::kBool);
+    valid[1].narrow(0, 29, 11).fill_(false);
+    at::InferenceMode guard;
+    const at::Tensor got = layer.Forward(x, valid);
+    ASSERT_EQ(got.scalar_type(), at::kFloat);  // the residual stream stays fp32
+    // Where the fused kernel runs, it rounds elsewhere than LibTorch's path.
+    const at::Tensor qkv = at::zeros({1, 1, 3 * 64}, at::kBFloat16);
+    const AttentionRounding attention =
+        !FusedWindowAttentionApplies(qkv, heads)  ? AttentionRounding::kLibTorch
+        : FusedWindowAttentionUsesAmx(qkv, heads) ? AttentionRounding::kFusedBf16Weights
+                                                  : AttentionRounding::kFusedFp32;
+    // Mean and max |difference| over the valid rows. The bound is on the mean: now and then one
+    // value sits on a bf16 rounding boundary and the layer and the reference round it apart (one
+    // ulp, seen once in seven runs on AMX: max 0.0059 against a typical 5e-7), which moves a few
+    // outputs but not the mean.
+    double rounded_sum = 0, exact_sum = 0, rounded_max = 0, exact_max = 0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < 2; ++i) {
+      const int64_t n = i == 0 ? 40 : 29;
+      const at::Tensor in = x[i].narrow(0, 0, n).to(at::kDouble);
+      const at::Tensor out = got[i].narrow(0, 0, n).to(at::kDouble);
+      const at::Tensor to_rounded = (out - RefLayer(w, c, 0, in, Bf16, attention)).abs();
+      const at::Tensor to_exact = (out - RefLayer(w, c, 0, in, Exact)).abs();
+      rounded_sum += to_rounded.sum().item<double>();
+      exact_sum += to_exact.sum().item<double>();
+      rounded_max = std::max(rounded_max, MaxAbs(to_rounded));
+      exact_max = std::max(exact_max, MaxAbs(to_exact));
+      count += to_exact.numel();
+    }
+    const double rounded_mean = rounded_sum / count, exact_mean = exact_sum / count;
+    std::printf(
+        "bf16 layer, %ld heads: |difference| to the bf16-rounded reference mean %.3g max %.3g, to "
+        "fp64 mean %.3g max %.3g\n",
+        long(heads), rounded_mean, rounded_max, exact_mean, exact_max);
+    EXPECT_GT(exact_max, 1e-3);  // it did round to bf16 (fp32 is within 2e-4 of fp64)
+    EXPECT_LE(rounded_mean, 0.35 * exact_mean) << heads << " heads";
+    EXPECT_LE(rounded_max, 0.05) << heads << " heads";  // LayerNorm'd states of std 1
   }
-  const double rounded_mean = rounded_sum / count, exact_mean = exact_sum / count;
-  std::printf(
-      "bf16 layer: |difference| to the bf16-rounded reference mean %.3g max %.3g, to fp64 mean "
-      "%.3g max %.3g\n",
-      rounded_mean, rounded_max, exact_mean, exact_max);
-  EXPECT_GT(exact_max, 1e-3);  // it did round to bf16 (fp32 is within 2e-4 of fp64)
-  EXPECT_LE(rounded_mean, 0.35 * exact_mean);
-  EXPECT_LE(rounded_max, 0.05);  // LayerNorm'd states of std 1
 }
 
 TEST(Bf16Test, CustomPatternLayersProjectAndFinishInBf16) {

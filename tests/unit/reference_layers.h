@@ -39,22 +39,35 @@ inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const a
   return r(at::matmul(r(x), r(W(w, name + ".weight")).t()) + r(W(w, name + ".bias")));
 }
 
-// One post-LN layer on one unpadded sequence x [T, d]. `scores_r` rounds the attention's scores
-// and weights (default: as r); the fused CPU attention keeps them fp32 (fused_cpu_attention.h).
+// Where a reduced-precision layer rounds inside attention: LibTorch's path rounds the scores and
+// the normalised weights (its GEMMs' operands); the fused CPU kernel (fused_cpu_attention.h)
+// rounds neither in its AVX-512 form, and in its AMX form rounds the weights before normalising
+// (the tile multiply's operand), dividing by the fp32 sum after.
+enum class AttentionRounding { kLibTorch, kFusedFp32, kFusedBf16Weights };
+
+// One post-LN layer on one unpadded sequence x [T, d].
 inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer,
-                           const at::Tensor& x, Rounding r = Exact, Rounding scores_r = nullptr) {
-  if (scores_r == nullptr) scores_r = r;
+                           const at::Tensor& x, Rounding r = Exact,
+                           AttentionRounding attention = AttentionRounding::kLibTorch) {
   const std::string s = "encoder.layer." + std::to_string(layer);
   const at::Tensor q = RefLinear(w, s + ".attention.self.query", x, r);
   const at::Tensor k = RefLinear(w, s + ".attention.self.key", x, r);
   const at::Tensor v = RefLinear(w, s + ".attention.self.value", x, r);
   const int64_t dh = c.head_dim();
+  const bool libtorch = attention == AttentionRounding::kLibTorch;
   std::vector<at::Tensor> per_head;
   for (int64_t h = 0; h < c.num_heads; ++h) {
-    const at::Tensor scores = scores_r(
-        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh)));
+    at::Tensor scores =
+        at::matmul(q.narrow(1, h * dh, dh), k.narrow(1, h * dh, dh).t()) / std::sqrt(double(dh));
+    if (libtorch) scores = r(scores);
     const at::Tensor e = (scores - std::get<0>(scores.max(1, true))).exp();
-    per_head.push_back(r(at::matmul(scores_r(e / e.sum(1, true)), v.narrow(1, h * dh, dh))));
+    const at::Tensor v_h = v.narrow(1, h * dh, dh);
+    if (libtorch) {
+      per_head.push_back(r(at::matmul(r(e / e.sum(1, true)), v_h)));
+    } else {
+      const Rounding weights_r = attention == AttentionRounding::kFusedBf16Weights ? r : Exact;
+      per_head.push_back(r(at::matmul(weights_r(e), v_h) / e.sum(1, true)));
+    }
   }
   return RefFinish(w, c, layer, x, at::cat(per_head, 1), r);
 }
