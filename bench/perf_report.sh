@@ -88,7 +88,7 @@ if has memory; then
     for bytes in 12000 24000 48000 96000; do
       "$BUILD/bench/longqa-memory-bench" --model_dir="$model" --threads="$THREADS" \
         --text="$ROOT/models/scratch_etc/sample.txt" --bytes="$bytes" 2>/dev/null \
-        | tee -a "$LOGS/memory.txt"
+        | sed "s|^$ROOT/||" | tee -a "$LOGS/memory.txt"  # the log names models/..., not this path
     done
   done
 fi
