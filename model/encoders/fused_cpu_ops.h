@@ -17,9 +17,11 @@ bool FusedCpuOpsAvailable();
 
 // softmax(scores, -1), computed in fp32 whatever the dtype; anything but a contiguous fp32 or
 // bf16 CPU tensor gets at::softmax. Into a new tensor, not in place: in place, the MiniLM model's
-// peak memory at 25k tokens rose from 216 to 295 MiB with 2 threads (cause not found; measured
-// with longqa-memory-bench, session 22); this form ran at 0.92-0.97x of its speed in two noisy
-// alternating runs.
+// peak memory at 25k tokens read 295 MiB against 216 with 2 threads (longqa-memory-bench, session
+// 22), most likely tcmalloc's retained spans rather than live memory (the same reading came with
+// the fused attention, and vanished under TCMALLOC_AGGRESSIVE_DECOMMIT: session 23,
+// bench/results/fused_cpu_attention/); this form ran at 0.92-0.97x of its speed in two noisy
+// alternating runs. The window layers' attention no longer calls it (fused_cpu_attention.h).
 at::Tensor SoftmaxLastDim(const at::Tensor& scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.
