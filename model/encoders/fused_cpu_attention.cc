@@ -47,6 +47,22 @@ struct Scratch {
   std::vector<float> kt, scores, bias, inv_sum, q, v;
 };
 
+// Byte offsets of 16 rows `ld` elements of T apart: the gathers' index vector.
+template <typename T>
+LONGQA_AVX512 inline __m512i RowOffsets(int64_t ld) {
+  return _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(ld * static_cast<int64_t>(sizeof(T)))));
+}
+
+// The additive key bias of both forms: LibTorch's path adds -1e30 for a padding key (so a window
+// without valid keys averages all its values, as there); the keys past t are -inf, never
+// attended to.
+void FillKeyBias(const bool* valid, int64_t t, int64_t tp, float* bias) {
+  for (int64_t j = 0; j < t; ++j) bias[j] = valid[j] ? 0.0f : -1e30f;
+  for (int64_t j = t; j < tp; ++j) bias[j] = -INFINITY;
+}
+
 // kt[c * tp + j] = K[j][c] in fp32, zero for the padding keys j >= t: the score kernel then reads
 // 16 keys of one feature a load. K's rows are `ld` elements apart; gathered 16 keys at a time
 // (masked: nothing past key t is read); bf16 keys two features a gather (32 bits: feature c in
@@ -54,9 +70,7 @@ struct Scratch {
 template <typename T>
 LONGQA_AVX512 void PackKeysTransposed(const T* k, int64_t ld, int64_t t, int64_t tp, int64_t dh,
                                       float* kt) {
-  const __m512i offsets =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(ld * static_cast<int64_t>(sizeof(T)))));
+  const __m512i offsets = RowOffsets<T>(ld);
   for (int64_t j = 0; j < tp; j += 16) {
     const __mmask16 m = simd::Lanes(t - j);  // j < tp, so at least one key left
     const T* keys = k + j * ld;
@@ -206,10 +220,7 @@ LONGQA_AVX512 void AttendHead(const T* q, const T* k, const T* v, int64_t ld, in
                               const bool* valid, T* out, int64_t out_ld, Scratch& w) {
   constexpr int64_t dh = 16 * NV;
   PackKeysTransposed(k, ld, t, tp, dh, w.kt.data());
-  // LibTorch's path adds -1e30 for a padding key (so a window without valid keys averages all its
-  // values, as there); the keys past t are -inf, never attended to.
-  for (int64_t j = 0; j < t; ++j) w.bias[j] = valid[j] ? 0.0f : -1e30f;
-  for (int64_t j = t; j < tp; ++j) w.bias[j] = -INFINITY;
+  FillKeyBias(valid, t, tp, w.bias.data());
   Head<T> h{nullptr, nullptr, ld, t, tp, out, out_ld};
   if constexpr (std::is_same_v<T, float>) {
     h.q = q;
@@ -310,9 +321,7 @@ LONGQA_AMX inline __m512i ValueRow(const at::BFloat16* v, int64_t ld, int64_t t,
 // The operand layouts of TDPBF16PS's second operand: pairs along the summed dimension.
 LONGQA_AMX void PackPairs(const at::BFloat16* k, const at::BFloat16* v, int64_t ld, int64_t t,
                           int64_t tp, int64_t dh, AmxScratch& w) {
-  const __m512i offsets =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(ld * 2)));
+  const __m512i offsets = RowOffsets<at::BFloat16>(ld);
   for (int64_t j = 0; j < tp; j += 16) {
     const __mmask16 m = j < t ? simd::Lanes(t - j) : 0;  // keys past t: zero, never read
     for (int64_t c = 0; c < dh; c += 2) {
@@ -369,8 +378,7 @@ LONGQA_AMX void AttendHeadAmx(const at::BFloat16* q, const at::BFloat16* k, cons
     }
   }
   PackPairs(k, v, ld, t, tp, dh, w);
-  for (int64_t j = 0; j < t; ++j) w.bias[j] = valid[j] ? 0.0f : -1e30f;
-  for (int64_t j = t; j < tp; ++j) w.bias[j] = -INFINITY;
+  FillKeyBias(valid, t, tp, w.bias.data());
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   const bool wide = dh == 64;
   for (int64_t i0 = 0; i0 < t; i0 += kTile) {

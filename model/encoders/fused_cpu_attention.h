@@ -16,9 +16,10 @@
 
 namespace longqa {
 
-// Whether FusedWindowAttention computes this: qkv a contiguous fp32 CPU tensor [B, T, 3d] without
-// autograd, heads of dh = d / heads with dh a multiple of 16 up to 128, on a CPU with the AVX-512
-// paths of FusedCpuOpsAvailable() (fused_cpu_ops.h). Callers take LibTorch's path otherwise.
+// Whether FusedWindowAttention computes this: qkv a contiguous fp32 or bf16 CPU tensor [B, T, 3d]
+// without autograd, heads of dh = d / heads with dh a multiple of 16 up to 128, on a CPU with the
+// AVX-512 paths of FusedCpuOpsAvailable() (fused_cpu_ops.h). Callers take LibTorch's path
+// otherwise.
 bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
 
 // Whether FusedWindowAttention takes its AMX form for this input: bf16 heads of 32 or 64 features

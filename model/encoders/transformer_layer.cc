@@ -132,7 +132,8 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t h = num_heads_, dh = d / num_heads_;
   const at::Tensor stacked = qkv_(x).to(attention_dtype_);  // [B, T, 3d]
-  // fp32 on an AVX-512 CPU: one pass per (window, head), no layout copies (fused_cpu_attention.h).
+  // fp32 or bf16 on an AVX-512 CPU: one pass per (window, head), no layout copies
+  // (fused_cpu_attention.h).
   if (FusedWindowAttentionApplies(stacked, h)) {
     return FinishInference(x, FusedWindowAttention(stacked, valid, h));
   }
