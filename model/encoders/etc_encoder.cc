@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "kernels/ops.h"
+#include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/trainable_ops.h"
 
@@ -272,7 +273,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
   at::Tensor top = scores.amax(-1, /*keepdim=*/true);  // [h, n_g, 1]
   scores.sub_(top).exp_();
   at::Tensor total = scores.sum(-1, /*keepdim=*/true, at::kFloat);
-  at::Tensor g_acc = at::bmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
+  at::Tensor g_acc = Bf16SafeBmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
   const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
   const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
   for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
@@ -290,7 +291,7 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
     if (dtype == at::kFloat) {
       g_acc.baddbmm_(s, vc);
     } else {
-      g_acc.add_(at::bmm(s, vc));  // bf16 products summed into the fp32 accumulator
+      g_acc.add_(Bf16SafeBmm(s, vc));  // bf16 products summed into the fp32 accumulator
     }
     top = new_top;
   }
@@ -320,12 +321,11 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
                                t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
     kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
     const at::Tensor p = SoftmaxLastDim(s);
-    at::Tensor out = at::bmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
+    at::Tensor out = Bf16SafeBmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
     for (int64_t head = 0; head < h; ++head) {
-      out[head]
-          .view({blocks, b, dh})
-          .baddbmm_(p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
-                    BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
+      at::Tensor out_head = out[head].view({blocks, b, dh});
+      Bf16SafeBaddbmm_(out_head, p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
+                       BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
     }
     l_context.narrow(0, b0 * b, rows).view({rows, h, dh}).copy_(out.permute({1, 0, 2}));
   }

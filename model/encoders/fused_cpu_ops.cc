@@ -150,7 +150,12 @@ at::Tensor SoftmaxLastDim(const at::Tensor& scores) {
 }
 
 at::Tensor GeluInPlace(at::Tensor x) {
-  if (!FastPath(x)) return at::gelu_out(x, x);
+  if (!FastPath(x)) {
+    // LibTorch 1.13's CPU kernel for bf16 (the AVX2 one, on CPUs without AVX-512) rounds erf to
+    // bf16 before adding 1: gelu(-3.33) came out 0, not -0.00145. Through fp32 instead.
+    if (x.is_cpu() && x.scalar_type() == at::kBFloat16) return x.copy_(at::gelu(x.to(at::kFloat)));
+    return at::gelu_out(x, x);
+  }
   const int64_t n = x.size(-1);
   ForEachDtype(x, [&](auto* data) {
     at::parallel_for(0, x.numel() / n, Grain(n), [&](int64_t begin, int64_t end) {

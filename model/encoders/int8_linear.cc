@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/quantized/PackedParams.h>
+#include <cpuid.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -17,6 +18,19 @@ using PackFn = c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optio
 bool Int8LinearAvailable() {
   const auto& engines = at::globalContext().supportedQEngines();
   return std::find(engines.begin(), engines.end(), at::QEngine::ONEDNN) != engines.end();
+}
+
+bool Int8ActivationsUse7Bits() {
+  static const bool reduce = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    // AVX512_VNNI: CPUID leaf 7 sub-leaf 0, ECX bit 11; AVX-VNNI: sub-leaf 1, EAX bit 4.
+    const bool avx512_vnni =
+        __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 11)) != 0;
+    const bool avx_vnni =
+        __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+    return !avx512_vnni && !avx_vnni;
+  }();
+  return reduce;
 }
 
 Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias) {
@@ -50,7 +64,8 @@ at::Tensor Int8Linear::dequantized_weight() const {
 at::Tensor Int8Linear::Forward(const at::Tensor& x) const {
   const int64_t in = x.size(-1);
   std::vector<int64_t> shape = x.sizes().vec();
-  at::Tensor y = packed_->apply_dynamic(x.reshape({-1, in}).contiguous(), /*reduce_range=*/false);
+  at::Tensor y = packed_->apply_dynamic(x.reshape({-1, in}).contiguous(),
+                                        /*reduce_range=*/Int8ActivationsUse7Bits());
   at::addcmul_out(y, bias_, y, row_scale_);  // the rows' scales back, then the bias; in place
   shape.back() = y.size(-1);
   return y.view(shape);

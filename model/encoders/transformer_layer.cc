@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_attention.h"
 #include "model/encoders/fused_cpu_ops.h"
 
@@ -160,7 +161,7 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
     const at::Tensor scores = at::baddbmm(bias.narrow(0, begin, n), q.narrow(0, begin, n),
                                           k.narrow(0, begin, n).transpose(1, 2), 1.0, scale);
     at::Tensor out = heads_context.narrow(0, begin, n);  // contiguous: whole leading rows
-    at::bmm_out(out, SoftmaxLastDim(scores), v.narrow(0, begin, n));
+    Bf16SafeBmmOut(out, SoftmaxLastDim(scores), v.narrow(0, begin, n));
   }
   const at::Tensor context = heads_context.view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
   return FinishInference(x, context);

@@ -71,6 +71,14 @@ TEST(FusedCpuOpsTest, GeluMatchesFp64) {
       EXPECT_LE(ratio, 1.0) << at::toString(dtype) << " n " << n;
       EXPECT_EQ(got.data_ptr(), x.data_ptr()) << "in place, on either path";
     }
+    // The infinities and NaN as LibTorch's: gelu(inf) = inf, gelu(-inf) = -inf * 0 = NaN.
+    const at::Tensor special =
+        at::tensor({INFINITY, -INFINITY, NAN, 0.0f, -0.0f}, at::kFloat).to(dtype);
+    const at::Tensor want = at::gelu(special.to(at::kDouble));
+    const at::Tensor got = GeluInPlace(special.clone()).to(at::kDouble);
+    EXPECT_TRUE(at::allclose(got, want, 0, 0, /*equal_nan=*/true)) << at::toString(dtype) << "\n"
+                                                                   << got << "\n"
+                                                                   << want;
   }
 }
 

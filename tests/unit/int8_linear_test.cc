@@ -1,5 +1,6 @@
 // Int8Linear against its definition written out in fp64: the input quantised per tensor to u8
-// (scale (max - min) / 255 over a range holding 0, zero point round(-min / scale)), the weight to
+// (scale (max - min) / 255 over a range holding 0, or / 127 on CPUs without VNNI; zero point
+// round(-min / scale)), the weight to
 // s8 per output row (scale max|row| / 127), the product of the dequantised values plus the bias.
 #include "model/encoders/int8_linear.h"
 
@@ -13,9 +14,10 @@ at::Tensor Reference(const at::Tensor& x, const at::Tensor& w_dq, const at::Tens
   const at::Tensor xd = x.to(at::kDouble);
   const double lo = std::min(0.0, xd.min().item<double>());
   const double hi = std::max(0.0, xd.max().item<double>());
-  const double scale = (hi - lo) / 255.0;
+  const double top = Int8ActivationsUse7Bits() ? 127.0 : 255.0;  // int8_linear.h says why
+  const double scale = (hi - lo) / top;
   const double zero = std::nearbyint(-lo / scale);
-  const at::Tensor xq = (at::round(xd / scale) + zero).clamp(0, 255);
+  const at::Tensor xq = (at::round(xd / scale) + zero).clamp(0, top);
   return at::matmul((xq - zero) * scale, w_dq.to(at::kDouble).t()) + b.to(at::kDouble);
 }
 
@@ -35,7 +37,8 @@ TEST(Int8LinearTest, MatchesDynamicQuantisationWrittenOut) {
       Reference(x.view({14, 80}), linear.dequantized_weight(), b).view({2, 7, 96});
   const double err = (got.to(at::kDouble) - want).abs().max().item<double>();
   const double size = want.abs().max().item<double>();
-  std::printf("int8 linear: max |difference| %.3g, largest output %.3g\n", err, size);
+  std::printf("int8 linear (%s activations): max |difference| %.3g, largest output %.3g\n",
+              Int8ActivationsUse7Bits() ? "7-bit" : "8-bit", err, size);
   EXPECT_LE(err, 1e-3 * size);
   // And close to fp32 (what quantisation costs; not a property of the code, a sanity bound).
   const double fp32_err = (got - at::linear(x, w, b)).abs().max().item<double>();
