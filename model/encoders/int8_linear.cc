@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/quantized/PackedParams.h>
-#include <cpuid.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -22,13 +21,8 @@ bool Int8LinearAvailable() {
 
 bool Int8ActivationsUse7Bits() {
   static const bool reduce = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    // AVX512_VNNI: CPUID leaf 7 sub-leaf 0, ECX bit 11; AVX-VNNI: sub-leaf 1, EAX bit 4.
-    const bool avx512_vnni =
-        __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 11)) != 0;
-    const bool avx_vnni =
-        __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
-    return !avx512_vnni && !avx_vnni;
+    __builtin_cpu_init();
+    return !__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni");
   }();
   return reduce;
 }

@@ -170,14 +170,15 @@ def test_soak_at_twice_the_saturation_rate(tmp_path, stubs):
                                       if 0.2 * SOAK_SECONDS <= s[0] < 0.3 * SOAK_SECONDS)
             last = statistics.median(value(s) for s in samples if s[0] >= 0.9 * SOAK_SECONDS)
             return first, last
-        resident = growth(lambda s: s[1])
-        in_use = growth(lambda s: s[1] - s[3])
+        columns = {"resident": lambda s: s[1], "in use": lambda s: s[1] - s[3],
+                   "allocated": lambda s: s[2], "allocator free": lambda s: s[3]}
+        resident = growth(columns["resident"])
+        in_use = growth(columns["in use"])
         print(f"\nsaturation {saturation:.1f} requests/s; offered {rate:.1f}/s for "
               f"{SOAK_SECONDS:g} s: {len(calls)} requests")
         for (kind, code), n in sorted(outcomes.items()):
             print(f"  {kind:10} {code:20} {n}")
-        for name, column in [("resident", lambda s: s[1]), ("in use", lambda s: s[1] - s[3]),
-                             ("allocated", lambda s: s[2]), ("allocator free", lambda s: s[3])]:
+        for name, column in columns.items():
             print(f"{name} MiB every 10 s: " +
                   " ".join(f"{column(s) / 2**20:.0f}" for s in samples[::10]))
         warm = [s[1] for s in samples if s[0] >= 0.2 * SOAK_SECONDS]
