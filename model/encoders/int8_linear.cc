@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/quantized/PackedParams.h>
+#include <cpuid.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -21,8 +22,15 @@ bool Int8LinearAvailable() {
 
 bool Int8ActivationsUse7Bits() {
   static const bool reduce = [] {
-    __builtin_cpu_init();
-    return !__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni");
+    // Raw CPUID bits, not __builtin_cpu_supports: Clang 14 (the sanitizer and fuzz builds)
+    // rejects "avxvnni" at compile time. AVX512_VNNI: leaf 7 sub-leaf 0, ECX bit 11; AVX-VNNI:
+    // leaf 7 sub-leaf 1, EAX bit 4.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool avx512_vnni =
+        __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 11)) != 0;
+    const bool avx_vnni =
+        __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+    return !avx512_vnni && !avx_vnni;
   }();
   return reduce;
 }
