@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/encoders/avx512_vector.h"
+#include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
 
 namespace longqa {
@@ -446,22 +447,38 @@ bool UsesAmx(const at::Tensor& qkv, int64_t dh) {
   return qkv.scalar_type() == at::kBFloat16 && (dh == 32 || dh == 64) && AmxUsable();
 }
 
-}  // namespace
+// The form that computes qkv's attention: AVX-512 (then AMX where UsesAmx says so) on CPUs with
+// the fused ops; AVX2 for fp32 heads the AVX-512 forms do not take (every fp32 head on CPUs without
+// AVX-512); none: LibTorch's path.
+enum class Form { kNone, kAvx512, kAvx2 };
 
-bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
-  if (!FusedCpuOpsAvailable() || !qkv.defined() || !qkv.is_cpu() ||
+Form FormFor(const at::Tensor& qkv, int64_t heads) {
+  if (!qkv.defined() || !qkv.is_cpu() ||
       (qkv.scalar_type() != at::kFloat && qkv.scalar_type() != at::kBFloat16) ||
       !qkv.is_contiguous() || qkv.requires_grad() || qkv.dim() != 3 || heads <= 0 ||
       qkv.size(2) % (3 * heads) != 0) {
-    return false;
+    return Form::kNone;
   }
   const int64_t dh = qkv.size(2) / (3 * heads);
-  return dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead &&
-         qkv.size(2) * 16 < (int64_t{1} << 31);  // the gather's int32 offsets
+  if (FusedCpuOpsAvailable() && dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead &&
+      qkv.size(2) * 16 < (int64_t{1} << 31)) {  // the gather's int32 offsets
+    return Form::kAvx512;
+  }
+  if (qkv.scalar_type() == at::kFloat && Avx2AttentionAvailable() &&
+      Avx2AttentionTakesHeadWidth(dh)) {
+    return Form::kAvx2;
+  }
+  return Form::kNone;
+}
+
+}  // namespace
+
+bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
+  return FormFor(qkv, heads) != Form::kNone;
 }
 
 bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads) {
-  return FusedWindowAttentionApplies(qkv, heads) && UsesAmx(qkv, qkv.size(2) / (3 * heads));
+  return FormFor(qkv, heads) == Form::kAvx512 && UsesAmx(qkv, qkv.size(2) / (3 * heads));
 }
 
 at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
@@ -476,6 +493,10 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
   if (out.numel() == 0) return out;
   const at::Tensor valid_bool = valid.to(at::kCPU).to(at::kBool).contiguous();
   const bool* valid_data = valid_bool.data_ptr<bool>();
+  if (FormFor(qkv, heads) == Form::kAvx2) {
+    Avx2WindowAttention(qkv.data_ptr<float>(), valid_data, b, t, d, heads, out.data_ptr<float>());
+    return out;
+  }
   const int64_t tp = (t + 15) / 16 * 16;
   if (UsesAmx(qkv, dh)) {
     const at::BFloat16* in = qkv.data_ptr<at::BFloat16>();

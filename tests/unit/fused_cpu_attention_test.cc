@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/transformer_layer.h"
 #include "tests/unit/test_model.h"
@@ -47,8 +48,9 @@ struct Case {
 
 TEST(FusedCpuAttentionTest, MatchesTheFormulaInFp64) {
   if (!FusedCpuOpsAvailable()) {
-    // The layer then takes LibTorch's path (tested by the encoder tests); the kernel cannot run.
-    EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({1, 4, 48}), 1));
+    // bf16 layers then take LibTorch's path (tested by the encoder tests), fp32 ones the AVX2
+    // form (tested below); the AVX-512 kernels cannot run.
+    EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({1, 4, 48}, at::kBFloat16), 1));
     GTEST_SKIP() << "this CPU has no AVX-512 + bf16 instructions: the fused kernel is not used";
   }
   at::manual_seed(11);
@@ -86,19 +88,57 @@ TEST(FusedCpuAttentionTest, MatchesTheFormulaInFp64) {
   }
 }
 
+// The AVX2 form (fused_cpu_attention_avx2.h), called directly so that it runs on AVX-512 CPUs
+// too (FusedWindowAttention takes it only where the AVX-512 forms do not apply): every head width
+// it takes (dh 8 to 64), lengths that are not multiples of its 8 keys or 6-row blocks, padding keys
+// and a window of padding only, against the fp64 formula. Tolerance as above for fp32.
+TEST(FusedCpuAttentionTest, Avx2FormMatchesTheFormulaInFp64) {
+  if (!Avx2AttentionAvailable()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+  at::manual_seed(12);
+  const std::vector<Case> cases = {{3, 276, 12, 64}, {2, 17, 2, 16},  {2, 1, 1, 32},
+                                   {3, 33, 3, 8},    {1, 100, 4, 48}, {2, 50, 2, 40},
+                                   {1, 40, 1, 56},   {1, 41, 1, 24},  {4, 276, 12, 32},
+                                   {3, 45, 2, 64},   {3, 7, 3, 32},   {2, 13, 2, 64}};
+  for (const Case& c : cases) {
+    const int64_t d = c.heads * c.dh;
+    ASSERT_TRUE(Avx2AttentionTakesHeadWidth(c.dh));
+    const at::Tensor qkv = at::randn({c.windows, c.tokens, 3 * d}) * 0.7;
+    at::Tensor valid = at::ones({c.windows, c.tokens}, at::kBool);
+    if (c.tokens > 1) valid[0].narrow(0, c.tokens / 2, c.tokens - c.tokens / 2).fill_(false);
+    if (c.windows > 2) valid[2].fill_(false);
+    if (c.windows > 1 && c.tokens > 3) valid[1][c.tokens / 3] = false;
+    at::Tensor got = at::full({c.windows, c.tokens, d}, NAN);
+    Avx2WindowAttention(qkv.data_ptr<float>(), valid.data_ptr<bool>(), c.windows, c.tokens, d,
+                        c.heads, got.data_ptr<float>());
+    const at::Tensor want = Reference(qkv, valid, c.heads).context;
+    const double worst =
+        ((got.to(at::kDouble) - want).abs() / (2e-6 + 1e-6 * want.abs())).max().item<double>();
+    std::printf("AVX2 windows %ld tokens %ld heads %ld dh %ld: worst error / tolerance %.3f\n",
+                long(c.windows), long(c.tokens), long(c.heads), long(c.dh), worst);
+    EXPECT_LE(worst, 1.0) << "dh " << c.dh << " tokens " << c.tokens;  // NaN fails too
+  }
+  EXPECT_FALSE(Avx2AttentionTakesHeadWidth(12));
+  EXPECT_FALSE(Avx2AttentionTakesHeadWidth(72));
+}
+
 TEST(FusedCpuAttentionTest, TakesOnlyWhatItComputes) {
-  const bool cpu = FusedCpuOpsAvailable();
-  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}), 2), cpu);
-  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}, at::kBFloat16), 2), cpu);
+  const bool avx512 = FusedCpuOpsAvailable();
+  const bool any = avx512 || Avx2AttentionAvailable();
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}), 2), any);
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}, at::kBFloat16), 2), avx512);
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}, at::kDouble), 2));
-  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 48}), 2));   // dh 24
+  // dh 24: the AVX2 form's (fp32) only; dh 96: the AVX-512 forms' only.
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 48}), 2), any);
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 48}, at::kBFloat16), 2));
+  EXPECT_EQ(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 96}), 1), avx512);
+  EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 36}), 3));   // dh 12
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 144}), 1));  // dh 144
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}), 3));   // 64 / 3
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({5, 2, 3 * 64}).transpose(0, 1), 2));
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}).requires_grad_(true), 2));
-  EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 48}), at::ones({2, 5}, at::kBool), 2),
+  EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 36}), at::ones({2, 5}, at::kBool), 3),
                std::invalid_argument);
-  if (cpu) {
+  if (any) {
     EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 64}), at::ones({2, 4}, at::kBool), 2),
                  std::invalid_argument);
   }
