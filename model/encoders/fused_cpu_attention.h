@@ -4,10 +4,10 @@
 // GFLOP/s against 300 for the Linear layers), writes the scores between three passes and copies
 // the context back to token-major layout. Here each task reads its head's Q, K and V in place from
 // the stacked projection, keeps a block of query rows' scores in L1, applies the softmax there,
-// and writes its slice of the context where the output projection reads it. Two forms: AVX-512
-// with fp32 arithmetic (fp32 heads, and bf16 heads converted once a head), and AMX tile
-// multiplies for bf16 heads of 32 or 64 features (measured: 2.3-2.8x LibTorch's path a layer,
-// docs/perf/README.md).
+// and writes its slice of the context where the output projection reads it. Three forms: AVX-512
+// with fp32 arithmetic (fp32 heads, and bf16 heads converted once a head), AMX tile multiplies
+// for bf16 heads of 32 or 64 features (measured: 2.3-2.8x LibTorch's path a layer), and AVX2 for
+// fp32 heads on CPUs without AVX-512 (fused_cpu_attention_avx2.h; 1.7-2.2x; docs/perf/README.md).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -17,9 +17,9 @@
 namespace longqa {
 
 // Whether FusedWindowAttention computes this: qkv a contiguous fp32 or bf16 CPU tensor [B, T, 3d]
-// without autograd, heads of dh = d / heads with dh a multiple of 16 up to 128, on a CPU with the
-// AVX-512 paths of FusedCpuOpsAvailable() (fused_cpu_ops.h). Callers take LibTorch's path
-// otherwise.
+// without autograd, heads of dh = d / heads, and either a CPU with the AVX-512 paths of
+// FusedCpuOpsAvailable() (fused_cpu_ops.h) and dh a multiple of 16 up to 128, or fp32, a CPU with
+// AVX2 + FMA and dh a multiple of 8 up to 64. Callers take LibTorch's path otherwise.
 bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
 
 // Whether FusedWindowAttention takes its AMX form for this input: bf16 heads of 32 or 64 features

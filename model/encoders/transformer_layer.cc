@@ -102,12 +102,28 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
     group = std::min(group, std::max<int64_t>(1, kInferenceChunkRows / std::max<int64_t>(1, t)));
   }
   if (b <= group) return ForwardGroup(x, valid);
-  std::vector<at::Tensor> outs;
+  if (at::GradMode::is_enabled()) {  // training: autograd keeps every group's graph anyway
+    std::vector<at::Tensor> outs;
+    for (int64_t begin = 0; begin < b; begin += group) {
+      const int64_t n = std::min(group, b - begin);
+      outs.push_back(ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n)));
+    }
+    return at::cat(outs, 0);
+  }
+  // Each group's output straight into the layer's: the groups' outputs and their concatenation
+  // were two whole copies of the layer's output alive at once (peak memory a token, issue 22).
+  at::Tensor out;
   for (int64_t begin = 0; begin < b; begin += group) {
     const int64_t n = std::min(group, b - begin);
-    outs.push_back(ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n)));
+    const at::Tensor y = ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n));
+    if (!out.defined()) {
+      std::vector<int64_t> shape = y.sizes().vec();
+      shape[0] = b;
+      out = at::empty(shape, y.options());
+    }
+    out.narrow(0, begin, n).copy_(y);
   }
-  return at::cat(outs, 0);
+  return out;
 }
 
 at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const {
