@@ -165,5 +165,28 @@ TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
   EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
 }
 
+// 80 windows of 45 tokens: the inference path runs them in groups of kInferenceChunkRows / 45 = 34
+// windows written into one output (the autograd path concatenates its groups' outputs).
+TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
+  const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64,
+                                            /*num_heads=*/2, /*intermediate_size=*/128, "S",
+                                            /*window=*/48, /*stride=*/40,
+                                            /*clusters_per_layer=*/4, /*max_question_tokens=*/40);
+  const TensorMap frozen = RandomWeights(c, 33);
+  TensorMap trainable;
+  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  at::manual_seed(34);
+  const int64_t windows = 80, t = 45;
+  ASSERT_GT(windows * t, 2 * kInferenceChunkRows);  // at least three groups, the last partial
+  const at::Tensor x = at::randn({windows, t, 64});
+  at::Tensor valid = at::ones({windows, t}, at::kBool);
+  valid[windows - 1].narrow(0, 20, 25).fill_(false);
+  const at::Tensor trained = TransformerLayer(trainable, "encoder.layer.0", c).Forward(x, valid);
+  at::InferenceMode guard;
+  const at::Tensor inferred = TransformerLayer(frozen, "encoder.layer.0", c).Forward(x, valid);
+  ASSERT_EQ(inferred.sizes(), x.sizes());
+  EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
+}
+
 }  // namespace
 }  // namespace longqa
