@@ -7,7 +7,7 @@
 // and writes its slice of the context where the output projection reads it. Three forms: AVX-512
 // with fp32 arithmetic (fp32 heads, and bf16 heads converted once a head), AMX tile multiplies
 // for bf16 heads of 32 or 64 features (measured: 2.3-2.8x LibTorch's path a layer), and AVX2 for
-// fp32 heads on CPUs without AVX-512 (fused_cpu_attention_avx2.h; 1.7-2.2x; docs/perf/README.md).
+// fp32 heads on CPUs without AVX-512 (fused_cpu_attention_avx2.h; 1.8-2.5x; docs/perf/README.md).
 #pragma once
 
 #include <ATen/ATen.h>
