@@ -1,15 +1,23 @@
 // Activation memory, estimated against measured: loads a model, answers one question on a
 // document of the given size (a text file repeated), and prints the admission estimate
-// (Engine::ActivationBytes) next to the peak resident memory the run added. Run it once per
-// size in a fresh process (tests/integration/memory_estimate_test.sh does): the peak is the
-// process's.
+// (Engine::ActivationBytes) next to the peak resident memory the run added, and the peak of the
+// CPU tensors the run allocated ("tensors": what the code holds at once, apart from what the
+// allocator keeps; tcmalloc's retention moves the resident peak by +-20% from run to run of the
+// same code, docs/perf/README.md). Run it once per size in a fresh process
+// (tests/integration/memory_estimate_test.sh does): the peak is the process's.
 //
 // Usage: longqa-memory-bench --model_dir=DIR --text=FILE --bytes=N [--threads=2]
+#include <c10/core/Allocator.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "model/compute_info.h"
 #include "model/engine.h"
@@ -33,6 +41,50 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   }
   return fallback;
 }
+
+// LibTorch's CPU allocator wrapped: counts the bytes of the blocks it hands out while they live,
+// and their peak. Its blocks' context is their data pointer, as LibTorch's raw_allocate requires,
+// so the sizes and LibTorch's own blocks are kept in a map. Blocks allocated before it was
+// installed are freed by their own deleters and not counted. One instance a process.
+class TensorBytesTracker final : public c10::Allocator {
+ public:
+  explicit TensorBytesTracker(c10::Allocator* inner) : inner_(inner) { instance_ = this; }
+
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr block = inner_->allocate(n);
+    void* data = block.get();
+    const c10::Device device = block.device();
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_ += static_cast<int64_t>(n);
+    peak_ = std::max(peak_, live_);
+    if (data != nullptr) blocks_.emplace(data, std::make_pair(std::move(block), n));
+    return c10::DataPtr(data, data, &Free, device);
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+
+  int64_t peak() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+
+ private:
+  static void Free(void* data) {
+    if (data == nullptr) return;
+    const TensorBytesTracker& self = *instance_;
+    std::lock_guard<std::mutex> lock(self.mutex_);
+    const auto it = self.blocks_.find(data);
+    self.live_ -= static_cast<int64_t>(it->second.second);
+    self.blocks_.erase(it);  // LibTorch's own block freed here
+  }
+
+  static inline const TensorBytesTracker* instance_ = nullptr;
+  c10::Allocator* inner_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<void*, std::pair<c10::DataPtr, size_t>> blocks_;
+  mutable int64_t live_ = 0;
+  mutable int64_t peak_ = 0;
+};
 
 }  // namespace
 
@@ -72,6 +124,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int64_t estimate = (*engine)->ActivationBytes(*prepared);
+  static TensorBytesTracker tracker(c10::GetAllocator(c10::DeviceType::CPU));
+  c10::SetAllocator(c10::DeviceType::CPU, &tracker, /*priority=*/255);
   std::ofstream("/proc/self/clear_refs") << "5";  // the peak starts again from here
   const int64_t before = StatusBytes("VmRSS");
   const auto answers = (*engine)->Run({&*prepared});
@@ -81,9 +135,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double mib = 1 << 20;
-  std::printf("%s tokens %zu paragraphs %zu estimate %.0f MiB measured %.0f MiB ratio %.2f\n",
-              model_dir.c_str(), prepared->document.ids.size(),
-              prepared->document.paragraph_bytes.size(), estimate / mib, (peak - before) / mib,
-              static_cast<double>(estimate) / static_cast<double>(peak - before));
+  // "tensors" before "ratio": memory_estimate_test.sh reads the line's last field as the ratio.
+  std::printf(
+      "%s tokens %zu paragraphs %zu estimate %.0f MiB measured %.0f MiB tensors %.0f MiB ratio "
+      "%.2f\n",
+      model_dir.c_str(), prepared->document.ids.size(), prepared->document.paragraph_bytes.size(),
+      estimate / mib, (peak - before) / mib, tracker.peak() / mib,
+      static_cast<double>(estimate) / static_cast<double>(peak - before));
   return 0;
 }

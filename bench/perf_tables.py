@@ -116,14 +116,18 @@ def server_rows(logs):
 def memory_rows(logs):
     out = []
     for line in read(os.path.join(logs, "memory.txt")):
-        m = re.match(r"^(\S+) tokens (\d+) paragraphs (\d+) estimate (\d+) MiB measured (-?\d+) MiB",
-                     line)
+        m = re.match(r"^(\S+) tokens (\d+) paragraphs (\d+) estimate (\d+) MiB measured (-?\d+) MiB"
+                     r"(?: tensors (\d+) MiB)?", line)
         if m:
             tokens, measured = int(m.group(2)), int(m.group(5))
-            out.append({"model": os.path.basename(m.group(1).rstrip("/")), "tokens": tokens,
-                        "paragraphs": int(m.group(3)), "estimate_mib": int(m.group(4)),
-                        "peak_mib": measured,
-                        "kib_per_token": round(measured * 1024 / tokens, 1)})
+            row = {"model": os.path.basename(m.group(1).rstrip("/")), "tokens": tokens,
+                   "paragraphs": int(m.group(3)), "estimate_mib": int(m.group(4)),
+                   "peak_mib": measured, "kib_per_token": round(measured * 1024 / tokens, 1)}
+            if m.group(6) is not None:  # the peak of live tensors (logs since session 25)
+                tensors = int(m.group(6))
+                row["tensors_mib"] = tensors
+                row["tensor_kib_per_token"] = round(tensors * 1024 / tokens, 1)
+            out.append(row)
     return out
 
 
@@ -247,7 +251,8 @@ def main():
             "batch_requests", "errors"]))
     if memory:
         sections.append("### Peak memory a request adds\n\n" + markdown(memory, [
-            "model", "tokens", "paragraphs", "estimate_mib", "peak_mib", "kib_per_token"]))
+            "model", "tokens", "paragraphs", "estimate_mib", "peak_mib", "kib_per_token",
+            "tensors_mib", "tensor_kib_per_token"]))
     text = "\n\n".join(sections) + "\n"
     with open(os.path.join(out, "tables.md"), "w") as f:
         f.write(text)
