@@ -20,14 +20,14 @@ int64_t LayerFloats(const ModelConfig& c, int64_t rows, bool row_blocks) {
 
 // One dense layer over `sequences` of `len` rows each, run in groups whose scores fit
 // kLayerScoreBudget (TransformerLayer::Forward), and with row blocks of at most
-// kInferenceChunkRows rows: a group's activations and scores, plus the layer's whole input,
-// output and the concatenation that joins the groups' outputs.
+// kInferenceChunkRows rows: a group's activations and scores, plus the layer's sequences once
+// (ForwardReplacing writes each group's output over its input).
 int64_t GroupedLayerFloats(const ModelConfig& c, int64_t sequences, int64_t len, bool row_blocks) {
   const int64_t per_sequence = std::max<int64_t>(1, c.num_heads * len * len);
   int64_t group = std::min(sequences, std::max<int64_t>(1, kLayerScoreBudget / per_sequence));
   if (row_blocks) group = std::min(group, std::max<int64_t>(1, kInferenceChunkRows / len));
   return LayerFloats(c, group * len, row_blocks) + 2 * group * per_sequence +
-         3 * sequences * len * c.hidden_size;
+         sequences * len * c.hidden_size;
 }
 
 // An N layer (neural_clustering_attention.cc) over one request's `rows`: the layer's dense
@@ -60,22 +60,32 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
   const int64_t windows = NumWindows(x, c.window_tokens, c.stride_tokens);
   const int64_t t = r.question_tokens + std::min(c.window_tokens, x);  // slots per window
   const int64_t rows = x + windows * r.question_tokens;  // H̄: context once, a question per window
+  const int64_t window_floats = windows * t * c.hidden_size;
+  const int64_t hbar_floats = rows * c.hidden_size;
   // A clustered layer attends within chunks of `stride` rows of the sorted H̄.
   const int64_t chunk = std::max<int64_t>(1, c.stride_tokens);
-  int64_t layer = std::max(GroupedLayerFloats(c, windows, t, row_blocks),
-                           GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk, row_blocks));
+  // S and C layers let H̄ go while they run (ClusterFormerEncoder::Forward), so the peak is the
+  // largest of: a layer over its sequences; an overlap merge (the windows and the new H̄); the
+  // embeddings (the window slots' sum and one addend). Measured tensor peaks (memory bench,
+  // session 25): MiniLM-shaped SSCSSC at 34,722 tokens 132 MiB (this 128), at 138,888 526 MiB
+  // (502); tcmalloc's resident peak 1.0-1.2x of them: hence the 5/4.
+  int64_t peak = std::max({GroupedLayerFloats(c, windows, t, row_blocks),
+                           GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk, row_blocks),
+                           window_floats + hbar_floats, 2 * window_floats}) *
+                 5 / 4;
   size_t clustered_layer = 0;  // index into num_clusters (C and N layers)
   for (char kind : c.layers) {
+    // N, K and I layers read H̄ and keep it: their tensors, H̄ twice and the windows.
+    int64_t layer = 0;
     if (kind == 'N') {
-      layer = std::max(
-          layer, NeuralClusteringLayerFloats(c, rows, c.num_clusters[clustered_layer], row_blocks));
+      layer = NeuralClusteringLayerFloats(c, rows, c.num_clusters[clustered_layer], row_blocks);
     } else if (kind == 'K' || kind == 'I') {
-      layer = std::max(layer, ClusteredLayerFloats(c, rows, kind == 'I', row_blocks));
+      layer = ClusteredLayerFloats(c, rows, kind == 'I', row_blocks);
     }
+    if (layer > 0) peak = std::max(peak, layer + window_floats + 2 * hbar_floats);
     clustered_layer += kind == 'C' || kind == 'N';
   }
-  // Across layers: H̄ and the embeddings of the window slots.
-  return layer + (windows * t + 2 * rows) * c.hidden_size;
+  return peak;
 }
 
 // ETC's inference path (etc_encoder.h, AttendInference): the layer's dense tensors (FFN in row

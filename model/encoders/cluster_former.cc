@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
+
 #include "kernels/ops.h"
 #include "model/encoders/clustered_attention.h"
 #include "model/encoders/neural_clustering_attention.h"
@@ -58,7 +60,7 @@ at::Tensor ClusterFormerEncoder::ForwardIndependentWindows(const WindowPlan& pla
   at::Tensor windows = EmbedWindows(plan, device);
   for (int64_t i = 0; i < config_.num_layers(); ++i) {
     StopIfAsked(stop);
-    windows = layers_[i].Forward(windows, window_valid);
+    windows = layers_[i].ForwardReplacing(std::move(windows), window_valid);
   }
   return windows;
 }
@@ -96,10 +98,19 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
   at::Tensor hbar;  // [R, d]: undefined until the first layer has merged the windows
   for (int64_t i = 0; i < config_.num_layers(); ++i) {
     StopIfAsked(stop);
+    // Each copy of the rows is let go as soon as the next is made, and the layers write over their
+    // input (ForwardReplacing): a layer's peak holds one copy of the windows and its groups'
+    // temporaries, not H̄ and two copies of the windows too (at inference; with autograd the graph
+    // keeps them anyway). Peak tensors of models/demo at 25k tokens: 150 -> 88 MiB with the
+    // embeddings' sums in place (docs/perf/README.md, session 25).
     if (config_.layers[i] == 'S') {
-      if (hbar.defined()) windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
-      windows = layers_[i].Forward(windows, window_valid);
+      if (hbar.defined()) {
+        windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
+        hbar = at::Tensor();
+      }
+      windows = layers_[i].ForwardReplacing(std::move(windows), window_valid);
       hbar = OverlapMergeTrainable(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
+      windows = at::Tensor();
       continue;
     }
     if (IsClusteringAttentionLayer(config_.layers[i])) {
@@ -112,8 +123,9 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
     const at::Tensor perm = kernels::StableCountingSort(cluster_ids, rows_begin, centroids.size(0));
     at::Tensor chunk_index = at::full({chunk_plan.num_chunks * m}, -1, perm.options());
     chunk_index.index_put_({sorted_to_slot}, perm);
-    const at::Tensor chunks = layers_[i].Forward(
-        GatherRowsTrainable(hbar, chunk_index).view({chunk_plan.num_chunks, m, d}), chunk_valid);
+    at::Tensor sorted = GatherRowsTrainable(hbar, chunk_index).view({chunk_plan.num_chunks, m, d});
+    hbar = at::Tensor();
+    const at::Tensor chunks = layers_[i].ForwardReplacing(std::move(sorted), chunk_valid);
     at::Tensor back = at::empty({plan.num_rows}, perm.options());
     back.index_put_({perm}, sorted_to_slot);
     hbar = GatherRowsTrainable(chunks.view({chunk_plan.num_chunks * m, d}), back);

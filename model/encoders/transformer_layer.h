@@ -58,6 +58,11 @@ class TransformerLayer {
   // x [B, T, d]; valid [B, T] bool (false = padding, never attended to). Returns [B, T, d].
   // Large batches run in groups so that the attention scores stay within a memory bound.
   at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid) const;
+  // Forward for a caller that gives up x (a fresh, contiguous tensor nobody else reads): where the
+  // layer runs its sequences in groups without autograd, each group's output is written over its
+  // own input rows (a group reads only its own sequences), so the layer holds one copy of the
+  // sequences instead of two; else Forward.
+  at::Tensor ForwardReplacing(at::Tensor x, const at::Tensor& valid) const;
 
   // The pieces around the attention pattern, for layers with their own pattern (ETC, cluster
   // layers): the q, k, v projections of x [..., d] (in x's dtype whatever the precision), and the
@@ -74,6 +79,8 @@ class TransformerLayer {
 
  private:
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
+  // Sequences of t tokens that Forward runs together (kLayerScoreBudget; kInferenceChunkRows).
+  int64_t GroupSize(int64_t t) const;
   // Whether this call takes the inference path: frozen weights (qkv_w_ made) and autograd off.
   bool InferencePath() const;
   // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "model/encoders/fused_cpu_attention_avx2.h"
@@ -166,7 +167,8 @@ TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
 }
 
 // 80 windows of 45 tokens: the inference path runs them in groups of kInferenceChunkRows / 45 = 34
-// windows written into one output (the autograd path concatenates its groups' outputs).
+// windows written into one output, or over the input (ForwardReplacing); the autograd path
+// concatenates its groups' outputs.
 TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
   const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64,
                                             /*num_heads=*/2, /*intermediate_size=*/128, "S",
@@ -186,6 +188,13 @@ TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
   const at::Tensor inferred = TransformerLayer(frozen, "encoder.layer.0", c).Forward(x, valid);
   ASSERT_EQ(inferred.sizes(), x.sizes());
   EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
+  // ForwardReplacing: the same output, written over its input's storage.
+  const TransformerLayer layer(frozen, "encoder.layer.0", c);
+  at::Tensor given = x.clone();
+  const void* storage = given.data_ptr();
+  const at::Tensor replaced = layer.ForwardReplacing(std::move(given), valid);
+  EXPECT_EQ(replaced.data_ptr(), storage);
+  EXPECT_TRUE(at::equal(replaced, inferred));
 }
 
 }  // namespace
