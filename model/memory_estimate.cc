@@ -67,8 +67,8 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
   // S and C layers let H̄ go while they run (ClusterFormerEncoder::Forward), so the peak is the
   // largest of: a layer over its sequences; an overlap merge (the windows and the new H̄); the
   // embeddings (the window slots' sum and one addend). Measured tensor peaks (memory bench,
-  // session 25): MiniLM-shaped SSCSSC at 34,722 tokens 132 MiB (this 128), at 138,888 526 MiB
-  // (502); tcmalloc's resident peak 1.0-1.2x of them: hence the 5/4.
+  // session 25): MiniLM-shaped SSCSSC at 34,722 tokens 132 MiB (this 134), at 138,888 526 MiB
+  // (519); tcmalloc's resident peak 1.0-1.2x of them: hence the 5/4.
   int64_t peak = std::max({GroupedLayerFloats(c, windows, t, row_blocks),
                            GroupedLayerFloats(c, (rows + chunk - 1) / chunk, chunk, row_blocks),
                            window_floats + hbar_floats, 2 * window_floats}) *
