@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/encoders/attention_key_bias.h"
 #include "model/encoders/avx512_vector.h"
 #include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
@@ -54,14 +55,6 @@ LONGQA_AVX512 inline __m512i RowOffsets(int64_t ld) {
   return _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32(static_cast<int>(ld * static_cast<int64_t>(sizeof(T)))));
-}
-
-// The additive key bias of both forms: LibTorch's path adds -1e30 for a padding key (so a window
-// without valid keys averages all its values, as there); the keys past t are -inf, never
-// attended to.
-void FillKeyBias(const bool* valid, int64_t t, int64_t tp, float* bias) {
-  for (int64_t j = 0; j < t; ++j) bias[j] = valid[j] ? 0.0f : -1e30f;
-  for (int64_t j = t; j < tp; ++j) bias[j] = -INFINITY;
 }
 
 // kt[c * tp + j] = K[j][c] in fp32, zero for the padding keys j >= t: the score kernel then reads
@@ -482,7 +475,8 @@ bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads) {
 }
 
 at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
-  if (!FusedWindowAttentionApplies(qkv, heads)) {
+  const Form form = FormFor(qkv, heads);
+  if (form == Form::kNone) {
     throw std::invalid_argument("FusedWindowAttention: not an input of the fused path");
   }
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
@@ -493,7 +487,7 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
   if (out.numel() == 0) return out;
   const at::Tensor valid_bool = valid.to(at::kCPU).to(at::kBool).contiguous();
   const bool* valid_data = valid_bool.data_ptr<bool>();
-  if (FormFor(qkv, heads) == Form::kAvx2) {
+  if (form == Form::kAvx2) {
     Avx2WindowAttention(qkv.data_ptr<float>(), valid_data, b, t, d, heads, out.data_ptr<float>());
     return out;
   }

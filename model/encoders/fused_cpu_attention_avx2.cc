@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "model/encoders/attention_key_bias.h"
+
 // Every function below runs only after Avx2AttentionAvailable()'s check; the rest of the project
 // is built for the baseline x86-64.
 #define LONGQA_AVX2 __attribute__((target("avx2,fma")))
@@ -83,12 +85,6 @@ void PackKeysTransposed(const float* k, int64_t ld, int64_t t, int64_t tp, int64
     for (int64_t c = 0; c < dh; ++c) kt[c * tp + j] = k[j * ld + c];
   }
   for (int64_t c = 0; c < dh; ++c) std::fill(kt + c * tp + t, kt + (c + 1) * tp, 0.0f);
-}
-
-// The additive key bias: -1e30 for a padding key (LibTorch's path adds the same), -inf past t.
-void FillKeyBias(const bool* valid, int64_t t, int64_t tp, float* bias) {
-  for (int64_t j = 0; j < t; ++j) bias[j] = valid[j] ? 0.0f : -1e30f;
-  for (int64_t j = t; j < tp; ++j) bias[j] = -INFINITY;
 }
 
 // scores[r][j, j + 8 NJ) = scale (q_r . k_j) + bias_j for R query rows.
@@ -190,7 +186,7 @@ LONGQA_AVX2 void WeightedSumOf(int rows, const float* weights, const Head& h, co
 }
 
 // The weighted sum of R rows for the W vectors of features from `first` (a slice of the head):
-// at most 4 vectors a slice, so that 3 or more rows share each value load.
+// at most 4 vectors a slice, so that each value load serves SumRowsFor(W) >= 2 rows.
 template <int W, int R>
 LONGQA_AVX2 void SumSlice(const float* scores, const Head& h, const float* inv_sum, int64_t i0,
                           int first) {

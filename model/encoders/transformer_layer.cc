@@ -117,7 +117,20 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
   }
   // Each group's output straight into the layer's: the groups' outputs and their concatenation
   // were two whole copies of the layer's output alive at once (peak memory a token, issue 22).
-  at::Tensor out;
+  return ForwardGroupsInto(x, valid, group, at::Tensor());
+}
+
+at::Tensor TransformerLayer::ForwardReplacing(at::Tensor x, const at::Tensor& valid) const {
+  const int64_t group = GroupSize(x.size(1));
+  if (x.size(0) <= group || at::GradMode::is_enabled() || !x.is_contiguous() || x.requires_grad()) {
+    return Forward(x, valid);
+  }
+  return ForwardGroupsInto(x, valid, group, x);  // a group reads only its own rows of x
+}
+
+at::Tensor TransformerLayer::ForwardGroupsInto(const at::Tensor& x, const at::Tensor& valid,
+                                               int64_t group, at::Tensor out) const {
+  const int64_t b = x.size(0);
   for (int64_t begin = 0; begin < b; begin += group) {
     const int64_t n = std::min(group, b - begin);
     const at::Tensor y = ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n));
@@ -126,27 +139,13 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
       shape[0] = b;
       out = at::empty(shape, y.options());
     }
-    out.narrow(0, begin, n).copy_(y);
+    at::Tensor rows = out.narrow(0, begin, n);
+    if (y.sizes() != rows.sizes() || y.scalar_type() != out.scalar_type()) {
+      throw std::logic_error("TransformerLayer: a group's output unlike the layer's");
+    }
+    rows.copy_(y);
   }
   return out;
-}
-
-at::Tensor TransformerLayer::ForwardReplacing(at::Tensor x, const at::Tensor& valid) const {
-  const int64_t b = x.size(0);
-  const int64_t group = GroupSize(x.size(1));
-  if (b <= group || at::GradMode::is_enabled() || !x.is_contiguous() || x.requires_grad()) {
-    return Forward(x, valid);
-  }
-  for (int64_t begin = 0; begin < b; begin += group) {
-    const int64_t n = std::min(group, b - begin);
-    at::Tensor rows = x.narrow(0, begin, n);
-    const at::Tensor y = ForwardGroup(rows, valid.narrow(0, begin, n));
-    if (y.sizes() != rows.sizes() || y.scalar_type() != x.scalar_type()) {
-      throw std::logic_error("TransformerLayer::ForwardReplacing: output unlike its input");
-    }
-    rows.copy_(y);  // this group's input is read no more
-  }
-  return x;
 }
 
 at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const {

@@ -81,6 +81,11 @@ class TransformerLayer {
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
   // Sequences of t tokens that Forward runs together (kLayerScoreBudget; kInferenceChunkRows).
   int64_t GroupSize(int64_t t) const;
+  // Inference over groups of `group` sequences, each group's output copied into its rows of
+  // `out` (allocated from the first group's output where undefined; x itself for
+  // ForwardReplacing). Returns out.
+  at::Tensor ForwardGroupsInto(const at::Tensor& x, const at::Tensor& valid, int64_t group,
+                               at::Tensor out) const;
   // Whether this call takes the inference path: frozen weights (qkv_w_ made) and autograd off.
   bool InferencePath() const;
   // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,

@@ -145,6 +145,16 @@ TEST(FusedCpuAttentionTest, TakesOnlyWhatItComputes) {
   }
 }
 
+// A layer's weights twice: frozen (the inference path) and as trainable copies (autograd path).
+struct LayerWeights {
+  TensorMap frozen, trainable;
+};
+LayerWeights FrozenAndTrainable(const ModelConfig& c, uint64_t seed) {
+  LayerWeights w{RandomWeights(c, seed), {}};
+  for (const auto& [name, t] : w.frozen) w.trainable[name] = t.clone().requires_grad_(true);
+  return w;
+}
+
 // d 128 with 4 heads of 32: the layer's fp32 inference path takes the fused kernel on this CPU;
 // the autograd path (trainable weights) takes LibTorch's formula. Windows of different padding.
 TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
@@ -152,9 +162,7 @@ TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
                                             /*num_heads=*/4, /*intermediate_size=*/256, "S",
                                             /*window=*/48, /*stride=*/40,
                                             /*clusters_per_layer=*/4, /*max_question_tokens=*/40);
-  const TensorMap frozen = RandomWeights(c, 31);
-  TensorMap trainable;
-  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  const auto [frozen, trainable] = FrozenAndTrainable(c, 31);
   at::manual_seed(32);
   const at::Tensor x = at::randn({3, 45, 128});
   at::Tensor valid = at::ones({3, 45}, at::kBool);
@@ -174,9 +182,7 @@ TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
                                             /*num_heads=*/2, /*intermediate_size=*/128, "S",
                                             /*window=*/48, /*stride=*/40,
                                             /*clusters_per_layer=*/4, /*max_question_tokens=*/40);
-  const TensorMap frozen = RandomWeights(c, 33);
-  TensorMap trainable;
-  for (const auto& [name, t] : frozen) trainable[name] = t.clone().requires_grad_(true);
+  const auto [frozen, trainable] = FrozenAndTrainable(c, 33);
   at::manual_seed(34);
   const int64_t windows = 80, t = 45;
   ASSERT_GT(windows * t, 2 * kInferenceChunkRows);  // at least three groups, the last partial
