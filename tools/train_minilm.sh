@@ -11,10 +11,11 @@
 # names and phrasings). Re-running resumes each variant from WORK/<variant>.
 # Usage: tools/train_minilm.sh [WORK]  (default build/minilm-train; env STEPS, BUILD, VARIANTS,
 # THREADS, DEVICE: cpu or cuda, PYTHON: for the data and the import, default the test venv's,
-# DATA_ONLY: make the data sets and stop, ETC_FLAGS: the ETC lift's import_hf.py flags, default
-# --etc_max_segments 1 (session 21's per-paragraph run: --etc_max_segments 256 --etc_hard_g2l_mask),
-# TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s, CLUSTERS: centroids a cluster layer,
-# default 16)
+# DATA_ONLY: make the data sets and stop, INIT_ONLY: make the initial folders and stop (no data),
+# MINILM: the encoder to lift (default third_party/minilm), ETC_FLAGS: the ETC lift's import_hf.py
+# flags, default --etc_max_segments 1 (session 21's per-paragraph run: --etc_max_segments 256
+# --etc_hard_g2l_mask), TRAIN_FLAGS: more longqa-train flags, e.g. --time_limit_s, CLUSTERS:
+# centroids a cluster layer, default 16)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -23,7 +24,7 @@ STEPS="${STEPS:-2000}"
 THREADS="${THREADS:-1}"
 VARIANTS="${VARIANTS:-sliding cluster_former etc}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-MINILM="$ROOT/third_party/minilm"
+MINILM="${MINILM:-$ROOT/third_party/minilm}"
 DATA="$WORK/data"
 mkdir -p "$DATA"
 
@@ -32,11 +33,13 @@ make_split() {  # name seed train dev test min max
   "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$DATA/$1" --seed "$2" --train "$3" --dev "$4" \
     --test "$5" --min_tokens "$6" --max_tokens "$7"
 }
-make_split long 21 0 200 200 8000 32000
-make_split mid 22 0 100 0 2000 8000
-make_split s1 31 6000 100 0 220 600
-make_split s2 32 4000 100 0 600 2000
-make_split s3 33 2000 100 0 2000 4000
+if [[ -z "${INIT_ONLY:-}" ]]; then
+  make_split long 21 0 200 200 8000 32000
+  make_split mid 22 0 100 0 2000 8000
+  make_split s1 31 6000 100 0 220 600
+  make_split s2 32 4000 100 0 600 2000
+  make_split s3 33 2000 100 0 2000 4000
+fi
 [[ -z "${DATA_ONLY:-}" ]] || exit 0
 
 common=(--window_tokens 256 --stride_tokens 224 --max_question_tokens 32)
@@ -51,6 +54,7 @@ init cluster_former --layers SSCSSC --clusters "${CLUSTERS:-16}" "${common[@]}"
 # shellcheck disable=SC2086  # ETC_FLAGS: several flags
 init etc --architecture etc --max_question_tokens 32 --etc_positions document \
   ${ETC_FLAGS:---etc_max_segments 1}
+[[ -z "${INIT_ONLY:-}" ]] || exit 0
 
 for v in $VARIANTS; do
   # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
