@@ -88,12 +88,15 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
   return peak;
 }
 
-// ETC's inference path (etc_encoder.h, AttendInference): the layer's dense tensors (FFN in row
-// blocks where the layers run them), the head-major copies of the long queries, keys and values
-// and the long context, and one chunk of scores with its softmax (kEtcInferenceChunkScores each,
-// for long and global queries alike: the global queries' online softmax holds one key chunk).
-// Measured peaks went from 442 / 678 MiB (whole score blocks, gathered keys) to 86-95 / 297-358
-// MiB on memory_estimate_test's two sizes (runs at 1 and 2 threads; docs/reliability.md).
+// ETC's inference path (etc_encoder.h, AttendInference): the layer's input and the contexts
+// (one each, written in place), and the larger of two moments: attention (the head-major copies
+// of the long queries, keys and values, a row block of the projection being copied, and one chunk
+// of scores with its softmax: kEtcInferenceChunkScores each, for long and global queries alike)
+// and Finish (a row block's dense tensors where the layers run them, else the whole layer's).
+// Measured tensor peaks of models/scratch_etc at 5k-42k tokens: 40-185 MiB with Q, K and V made
+// at once and contexts concatenated, 32-124 MiB since (docs/perf/README.md, session 26); the
+// formula gives 1.0x the tensor peak at 63k tokens, tcmalloc's resident peak 1.16x it: hence the
+// 5/4, as for Cluster-Former.
 int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
   const int64_t globals = r.question_tokens + segments;
@@ -104,9 +107,10 @@ int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) 
       std::min(kEtcInferenceChunkScores, std::max(longs * c.num_heads * (globals + 3 * block),
                                                   globals * c.num_heads * (globals + longs)));
   const int64_t rows = globals + longs;
-  // Across layers: the input and the joined contexts.
-  return LayerFloats(c, rows, row_blocks) + 4 * padded * c.hidden_size + 2 * chunk +
-         2 * rows * c.hidden_size;
+  const int64_t block_rows = row_blocks ? std::min(rows, kInferenceChunkRows) : rows;
+  const int64_t attention = 3 * padded * c.hidden_size + block_rows * c.hidden_size + 2 * chunk;
+  const int64_t finish = LayerFloats(c, block_rows, row_blocks);
+  return (2 * rows * c.hidden_size + std::max(attention, finish)) * 5 / 4;
 }
 
 }  // namespace

@@ -105,28 +105,50 @@ void MembershipRanges(const EtcInput& in, int64_t n_pad, std::vector<int64_t>* l
 // view as overlapping [3 * block, dh] windows: `block` zero rows, then each head's n_pad rows
 // (rows past n_l zero), then `block` zero rows. Window (head, i) starts at row
 // block + head * n_pad + (i - 1) * block; its slots past a head's ends read zeros or the
-// neighbouring head's rows, which the slot table masks. The buffer has `dtype` (the copy casts).
-at::Tensor PaddedHeadMajor(const at::Tensor& x, int64_t h, int64_t n_pad, int64_t block,
-                           at::ScalarType dtype, double scale = 1.0) {
-  const int64_t n = x.size(0), dh = x.size(1) / h;
-  at::Tensor buffer = at::empty({h * n_pad + 2 * block, dh}, x.options().dtype(dtype));
+// neighbouring head's rows, which the slot table masks. This makes the buffer for n rows, its
+// padding zeroed; FillHeadRows writes the rows.
+at::Tensor PaddedHeadMajorBuffer(int64_t n, int64_t h, int64_t dh, int64_t n_pad, int64_t block,
+                                 const at::TensorOptions& options) {
+  at::Tensor buffer = at::empty({h * n_pad + 2 * block, dh}, options);
   buffer.narrow(0, 0, block).zero_();
   buffer.narrow(0, block + h * n_pad, block).zero_();
-  const at::Tensor heads = buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh});
-  heads.narrow(1, n, n_pad - n).zero_();
-  const at::Tensor src = x.view({n, h, dh}).permute({1, 0, 2});
-  at::Tensor rows = heads.narrow(1, 0, n);
-  if (scale == 1.0) {
-    rows.copy_(src);
-  } else {
-    at::mul_out(rows, src, scale);
-  }
+  buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh}).narrow(1, n, n_pad - n).zero_();
   return buffer;
+}
+
+// Rows [begin, begin + m) of such a buffer from x [m, h * dh], cast to the buffer's dtype and
+// times `scale` (in place: a scaling copy made a temporary of x's size).
+void FillHeadRows(const at::Tensor& buffer, int64_t h, int64_t n_pad, int64_t block, int64_t begin,
+                  const at::Tensor& x, double scale) {
+  const int64_t m = x.size(0), dh = buffer.size(1);
+  at::Tensor rows = buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh}).narrow(1, begin, m);
+  rows.copy_(x.view({m, h, dh}).permute({1, 0, 2}));
+  if (scale != 1.0) rows.mul_(scale);
 }
 
 // x [n, h * dh] as head-major [h, n, dh] of `dtype`, contiguous, times `scale`.
 at::Tensor HeadMajor(const at::Tensor& x, int64_t h, at::ScalarType dtype, double scale = 1.0) {
-  return PaddedHeadMajor(x, h, x.size(0), 0, dtype, scale).view({h, x.size(0), x.size(1) / h});
+  const int64_t n = x.size(0), dh = x.size(1) / h;
+  const at::Tensor buffer = PaddedHeadMajorBuffer(n, h, dh, n, 0, x.options().dtype(dtype));
+  FillHeadRows(buffer, h, n, 0, 0, x, scale);
+  return buffer.view({h, n, dh});
+}
+
+// The long rows' q, k or v (QueryKeyValuePart) in a padded head-major buffer of `dtype`, made a
+// row block at a time on the CPU, so that only a block of the [n, d] projection exists beside
+// the buffer (peak memory a token, issue 22); in one GEMM on a GPU.
+at::Tensor ProjectedHeadMajor(const TransformerLayer& layer, int part, const at::Tensor& x,
+                              int64_t h, int64_t n_pad, int64_t block, at::ScalarType dtype,
+                              double scale = 1.0) {
+  const int64_t n = x.size(0), dh = x.size(1) / h;
+  at::Tensor buffer = PaddedHeadMajorBuffer(n, h, dh, n_pad, block, x.options().dtype(dtype));
+  const int64_t chunk = x.is_cpu() ? kInferenceChunkRows : std::max<int64_t>(1, n);
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t m = std::min(chunk, n - begin);
+    FillHeadRows(buffer, h, n_pad, block, begin,
+                 layer.QueryKeyValuePart(part, x.narrow(0, begin, m)), scale);
+  }
+  return buffer;
 }
 
 // The overlapping windows of blocks [b0, b0 + blocks) of one head: [blocks, 3 * block, dh].
@@ -138,17 +160,14 @@ at::Tensor BlockWindows(const at::Tensor& buffer, int64_t head, int64_t n_pad, i
       buffer.storage_offset() + (block + head * n_pad + (b0 - 1) * block) * dh);
 }
 
-// q, k, v of x [n, d] through the layer's projections. On the inference path: one GEMM, and
-// the results in the attention dtype (bf16 for kBf16) as column views of its output.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> Project(const TransformerLayer& layer,
-                                                       const at::Tensor& x, bool inference) {
-  if (!inference) return {layer.Query(x), layer.Key(x), layer.Value(x)};
-  const int64_t d = x.size(1);
-  const at::Tensor qkv = layer.QueryKeyValue(x);
-  return {qkv.narrow(1, 0, d), qkv.narrow(1, d, d), qkv.narrow(1, 2 * d, d)};
-}
-
 }  // namespace
+
+at::Tensor EtcEncoder::GlobalProjection(const Layer& layer, int part, const at::Tensor& xg) const {
+  if (config_.etc.shared_projections) return layer.base.QueryKeyValuePart(part, xg);
+  const at::Tensor& w = part == 0 ? layer.gq_w : part == 1 ? layer.gk_w : layer.gv_w;
+  const at::Tensor& bias = part == 0 ? layer.gq_b : part == 1 ? layer.gk_b : layer.gv_b;
+  return at::linear(xg, w, bias);
+}
 
 std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const at::Tensor& qg,
                                                      const at::Tensor& kg, const at::Tensor& vg,
@@ -240,11 +259,10 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
   return {at::cat(g_context), at::cat(l_context).narrow(0, 0, t.n_l)};
 }
 
-std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
-    const Layer& layer, const at::Tensor& qg, const at::Tensor& kg, const at::Tensor& vg,
-    const at::Tensor& ql, const at::Tensor& kl, const at::Tensor& vl, const RequestTables& t,
-    const StopCheck& stop) const {
-  const int64_t h = config_.num_heads, dh = config_.head_dim(), d = config_.hidden_size;
+void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const at::Tensor& xl,
+                                 const RequestTables& t, const StopCheck& stop, at::Tensor g_out,
+                                 at::Tensor l_out) const {
+  const int64_t h = config_.num_heads, dh = config_.head_dim();
   const int64_t labels = EtcNumLabels(config_);
   const int64_t part_of = EtcPartOfLabel(config_), not_part_of = EtcNotPartOfLabel(config_);
   const int64_t n_g = t.n_g, n_l = t.n_l, b = t.block, nb = t.num_blocks, n_pad = nb * b;
@@ -257,10 +275,14 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
   const at::ScalarType dtype = layer.base.attention_dtype();
   const at::Tensor rel =
       layer.relative_key.to(dtype).view({labels, h, dh}).permute({1, 2, 0});  // [h, dh, L]
-  const at::Tensor qg_h = HeadMajor(qg, h, dtype, scale);                     // [h, n_g, dh]
-  const at::Tensor kg_h = HeadMajor(kg, h, dtype), vg_h = HeadMajor(vg, h, dtype);
-  const at::Tensor kl_buffer = PaddedHeadMajor(kl, h, n_pad, b, dtype);
-  const at::Tensor vl_buffer = PaddedHeadMajor(vl, h, n_pad, b, dtype);
+  // The global rows' q, k, v (few rows), then the long rows' one at a time: each projection
+  // is let go once its head-major copy is made (peak memory a token, issue 22).
+  const at::Tensor qg_h =
+      HeadMajor(GlobalProjection(layer, 0, xg), h, dtype, scale);  // [h, n_g, dh]
+  const at::Tensor kg_h = HeadMajor(GlobalProjection(layer, 1, xg), h, dtype);
+  const at::Tensor vg_h = HeadMajor(GlobalProjection(layer, 2, xg), h, dtype);
+  const at::Tensor kl_buffer = ProjectedHeadMajor(layer.base, 1, xl, h, n_pad, b, dtype);
+  const at::Tensor vl_buffer = ProjectedHeadMajor(layer.base, 2, xl, h, n_pad, b, dtype);
   auto long_heads = [&](const at::Tensor& buffer) {  // [h, n_l, dh]
     return buffer.narrow(0, b, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l);
   };
@@ -295,20 +317,20 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
     }
     top = new_top;
   }
-  const at::Tensor g_context = g_acc.div_(total).permute({1, 0, 2}).reshape({n_g, d});
+  g_out.view({n_g, h, dh}).copy_(g_acc.div_(total).permute({1, 0, 2}));
 
   // Long queries, a chunk of blocks at a time: scores [h, rows, n_g + 3b], the global keys'
   // columns first, then the block's three neighbouring blocks.
-  const at::Tensor ql_h = PaddedHeadMajor(ql, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
+  const at::Tensor ql_h =
+      ProjectedHeadMajor(layer.base, 0, xl, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
   const int64_t cols = n_g + 3 * b;
   const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
-  at::Tensor l_context = at::empty({n_pad, d}, ql.options().dtype(dtype));
   for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
     StopIfAsked(stop);
     const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
     const at::Tensor q = ql_h.narrow(1, b0 * b, rows);  // [h, rows, dh]
     const at::Tensor qa = at::bmm(q, rel);              // [h, rows, L]
-    at::Tensor s = at::empty({h, rows, cols}, ql.options().dtype(dtype));
+    at::Tensor s = at::empty({h, rows, cols}, ql_h.options());
     at::Tensor s_global = s.narrow(2, 0, n_g), s_local = s.narrow(2, n_g, 3 * b);
     at::bmm_out(s_global, q, kg_h.transpose(1, 2));
     for (int64_t head = 0; head < h; ++head) {
@@ -327,9 +349,11 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::AttendInference(
       Bf16SafeBaddbmm_(out_head, p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
                        BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
     }
-    l_context.narrow(0, b0 * b, rows).view({rows, h, dh}).copy_(out.permute({1, 0, 2}));
+    const int64_t kept = std::min(rows, n_l - b0 * b);  // the last block's padding rows: not kept
+    l_out.narrow(0, b0 * b, kept)
+        .view({kept, h, dh})
+        .copy_(out.permute({1, 0, 2}).narrow(0, 0, kept));
   }
-  return {g_context, l_context.narrow(0, 0, n_l)};
 }
 
 EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
@@ -401,20 +425,36 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   const bool inference = !at::GradMode::is_enabled();
   for (const Layer& layer : layers_) {
     StopIfAsked(stop);
-    const bool shared = config_.etc.shared_projections;
-    const auto [qg, kg, vg] = shared ? Project(layer.base, xg, inference)
-                                     : std::make_tuple(at::linear(xg, layer.gq_w, layer.gq_b),
-                                                       at::linear(xg, layer.gk_w, layer.gk_b),
-                                                       at::linear(xg, layer.gv_w, layer.gv_b));
-    const auto [ql, kl, vl] = Project(layer.base, xl, inference);
+    if (inference) {
+      // Each request's contexts written into one tensor each, and the layer's output over its
+      // input: with q, k, v made one at a time the long rows are held about 5 times at the
+      // peak (input, three head-major copies, context), where they were 8 (issue 22).
+      const int64_t d = config_.hidden_size;
+      at::Tensor g_context = at::empty({xg.size(0), d}, xg.options());
+      at::Tensor l_context =
+          at::empty({xl.size(0), d}, xl.options().dtype(layer.base.attention_dtype()));
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const int64_t gb = out.global_begin[i], lb = out.long_begin[i];
+        const RequestTables& t = tables[i];
+        AttendInference(layer, xg.narrow(0, gb, t.n_g), xl.narrow(0, lb, t.n_l), t, stop,
+                        g_context.narrow(0, gb, t.n_g), l_context.narrow(0, lb, t.n_l));
+      }
+      xg = layer.base.FinishReplacing(std::move(xg), g_context);
+      xl = layer.base.FinishReplacing(std::move(xl), l_context);
+      continue;
+    }
+    const at::Tensor qg = GlobalProjection(layer, 0, xg), kg = GlobalProjection(layer, 1, xg),
+                     vg = GlobalProjection(layer, 2, xg);
+    const at::Tensor ql = layer.base.QueryKeyValuePart(0, xl),
+                     kl = layer.base.QueryKeyValuePart(1, xl),
+                     vl = layer.base.QueryKeyValuePart(2, xl);
     std::vector<at::Tensor> g_context, l_context;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int64_t gb = out.global_begin[i], lb = out.long_begin[i];
       const RequestTables& t = tables[i];
-      const auto attend = inference ? &EtcEncoder::AttendInference : &EtcEncoder::Attend;
-      auto [gc, lc] = (this->*attend)(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
-                                      vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
-                                      kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
+      auto [gc, lc] = Attend(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
+                             vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
+                             kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
       g_context.push_back(gc);
       l_context.push_back(lc);
     }

@@ -59,6 +59,8 @@ class EtcEncoder {
   };
   struct RequestTables;
 
+  // q, k or v (part 0, 1, 2) of global rows xg: the long projections' (shared) or their own.
+  at::Tensor GlobalProjection(const Layer& layer, int part, const at::Tensor& xg) const;
   // Attention context of one request: returns {global [n_g, d], long [n_l, d]}.
   std::pair<at::Tensor, at::Tensor> Attend(const Layer& layer, const at::Tensor& qg,
                                            const at::Tensor& kg, const at::Tensor& vg,
@@ -69,12 +71,12 @@ class EtcEncoder {
   // cache-sized chunk, ETC's label and membership terms added in place (kernels/etc_score_bias.h),
   // local keys read from overlapping views of head-major K and V instead of gathered copies, and
   // global queries over the long keys with a running (online) softmax, so that no tensor grows
-  // with tokens × segments.
-  std::pair<at::Tensor, at::Tensor> AttendInference(const Layer& layer, const at::Tensor& qg,
-                                                    const at::Tensor& kg, const at::Tensor& vg,
-                                                    const at::Tensor& ql, const at::Tensor& kl,
-                                                    const at::Tensor& vl, const RequestTables& t,
-                                                    const StopCheck& stop) const;
+  // with tokens × segments. Takes the request's layer input (global rows xg, long rows xl) and
+  // makes q, k and v one at a time, each let go once its head-major copy is made; writes the
+  // contexts into g_out [n_g, d] and l_out [n_l, d].
+  void AttendInference(const Layer& layer, const at::Tensor& xg, const at::Tensor& xl,
+                       const RequestTables& t, const StopCheck& stop, at::Tensor g_out,
+                       at::Tensor l_out) const;
 
   ModelConfig config_;
   int64_t score_budget_;

@@ -205,13 +205,14 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
   return FinishInference(x, context);
 }
 
-at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context) const {
+at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context,
+                                             at::Tensor out) const {
   const int64_t d = x.size(-1);
   const int64_t rows = x.numel() / std::max<int64_t>(1, d);
   if (!row_blocks_ || rows <= kInferenceChunkRows) return FinishRows(x, context);
   const at::Tensor x_rows = x.reshape({rows, d});
   const at::Tensor context_rows = context.reshape({rows, d});
-  at::Tensor out = at::empty_like(x_rows);
+  out = out.defined() ? out.view({rows, d}) : at::empty_like(x_rows);
   for (int64_t begin = 0; begin < rows; begin += kInferenceChunkRows) {
     const int64_t n = std::min(kInferenceChunkRows, rows - begin);
     out.narrow(0, begin, n)
@@ -244,6 +245,17 @@ at::Tensor TransformerLayer::Value(const at::Tensor& x) const {
 at::Tensor TransformerLayer::QueryKeyValue(const at::Tensor& x) const {
   if (InferencePath()) return qkv_own_(x).to(attention_dtype_);
   return at::linear(x, at::cat({q_w_, k_w_, v_w_}), at::cat({q_b_, k_b_, v_b_}));
+}
+
+at::Tensor TransformerLayer::FinishReplacing(at::Tensor x, const at::Tensor& context) const {
+  if (!InferencePath() || !x.is_contiguous()) return Finish(x, context);
+  return FinishInference(x, context, x);
+}
+
+at::Tensor TransformerLayer::QueryKeyValuePart(int part, const at::Tensor& x) const {
+  if (!InferencePath()) return part == 0 ? Query(x) : part == 1 ? Key(x) : Value(x);
+  const InferenceDense& dense = part == 0 ? q_ : part == 1 ? k_ : v_;
+  return dense(x).to(attention_dtype_);
 }
 
 at::Tensor TransformerLayer::Finish(const at::Tensor& x, const at::Tensor& context) const {

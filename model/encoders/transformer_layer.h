@@ -74,8 +74,15 @@ class TransformerLayer {
   // the attention GEMMs run in (attention_dtype()): bf16 for kBf16 on the inference path, so
   // attention reads them without a round trip through fp32; else fp32.
   at::Tensor QueryKeyValue(const at::Tensor& x) const;
+  // One of QueryKeyValue's column blocks (0: q, 1: k, 2: v) from a GEMM of its own, for a caller
+  // that lets each go before it makes the next (ETC's inference path holds one, not three).
+  at::Tensor QueryKeyValuePart(int part, const at::Tensor& x) const;
   at::ScalarType attention_dtype() const { return InferencePath() ? attention_dtype_ : at::kFloat; }
   at::Tensor Finish(const at::Tensor& x, const at::Tensor& context) const;
+  // Finish for a caller that gives up x (contiguous, read by nobody else): on the inference
+  // path's row blocks each block's result is written over its own rows of x, so the layer's
+  // input and output are one tensor; else Finish.
+  at::Tensor FinishReplacing(at::Tensor x, const at::Tensor& context) const;
 
  private:
   at::Tensor ForwardGroup(const at::Tensor& x, const at::Tensor& valid) const;
@@ -92,7 +99,10 @@ class TransformerLayer {
   // the score scale inside the score GEMM, activations updated in place, and the GEMMs in the
   // layer's precision (the residual stream between layers stays fp32).
   at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
-  at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context) const;
+  // Into `out` ([rows of x, d], which may be x itself: a row block reads only its own rows) where
+  // it runs in row blocks and `out` is given; else into a new tensor.
+  at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context,
+                             at::Tensor out = at::Tensor()) const;
   at::Tensor FinishRows(const at::Tensor& x, const at::Tensor& context) const;
 
   int64_t num_heads_;

@@ -185,6 +185,35 @@ TEST(EtcTest, ChunkedAttentionMatchesTheReference) {
   }
 }
 
+TEST(EtcTest, InferenceRowBlocksMatchTheTrainablePath) {
+  // Requests longer than a row block (kInferenceChunkRows): the inference path projects q, k and
+  // v a block of rows at a time and writes each layer's output over its input block by block;
+  // the trainable path (checked against the reference above on small inputs) does neither. Too
+  // long for the pairwise reference; fp32 on both sides, tolerance 1e-4.
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared projections" : "separate global projections");
+    const ModelConfig c = EtcConfig(2, 4, 3, shared, !shared);
+    const std::vector<EtcInput> inputs = {
+        RandomEtcInput(c, 6, std::vector<int64_t>(40, 50), 31),  // 2,040 long tokens
+        RandomEtcInput(c, 3, {900, 700, 150}, 32)};              // 1,753
+    ASSERT_GT(static_cast<int64_t>(inputs[0].long_ids.size()), kInferenceChunkRows);
+    ASSERT_GT(static_cast<int64_t>(inputs[1].long_ids.size()), kInferenceChunkRows);
+    const TensorMap w = SpreadWeights(c, 29);
+    const EtcEncoder encoder(c, w);
+    EtcOutput trainable, inference;
+    {
+      const at::AutoGradMode grad(true);
+      trainable = encoder.Forward(inputs, at::kCPU);
+    }
+    {
+      const at::AutoGradMode grad(false);
+      inference = encoder.Forward(inputs, at::kCPU);
+    }
+    EXPECT_LE((inference.long_states - trainable.long_states).abs().max().item<double>(), 1e-4);
+    EXPECT_LE((inference.global_states - trainable.global_states).abs().max().item<double>(), 1e-4);
+  }
+}
+
 TEST(EtcTest, MergedSegmentsMatchTheReference) {
   // Seven paragraphs, at most three segment tokens: paragraphs share segments, and "part of"
   // (and the hard mask) follow the segment.
