@@ -116,14 +116,13 @@ at::Tensor PaddedHeadMajorBuffer(int64_t n, int64_t h, int64_t dh, int64_t n_pad
   return buffer;
 }
 
-// Rows [begin, begin + m) of such a buffer from x [m, h * dh], cast to the buffer's dtype and
-// times `scale` (in place: a scaling copy made a temporary of x's size).
+// Rows [begin, begin + m) of such a buffer from x [m, h * dh], times `scale` (in x's dtype,
+// before the cast to the buffer's: bf16 rounds once).
 void FillHeadRows(const at::Tensor& buffer, int64_t h, int64_t n_pad, int64_t block, int64_t begin,
                   const at::Tensor& x, double scale) {
   const int64_t m = x.size(0), dh = buffer.size(1);
   at::Tensor rows = buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh}).narrow(1, begin, m);
-  rows.copy_(x.view({m, h, dh}).permute({1, 0, 2}));
-  if (scale != 1.0) rows.mul_(scale);
+  rows.copy_((scale == 1.0 ? x : x * scale).view({m, h, dh}).permute({1, 0, 2}));
 }
 
 // x [n, h * dh] as head-major [h, n, dh] of `dtype`, contiguous, times `scale`.
