@@ -80,12 +80,12 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   f_ = InferenceDense(f_w_, f_b_, precision);
   // Query/Key/Value of layers with their own pattern: fp32 or bf16 rows of the stacked matrix;
   // int8 leaves them fp32 (their products feed fp32 attention code).
-  qkv_own_ =
+  const InferenceDense own =
       precision == Precision::kInt8 ? InferenceDense(qkv_w_, qkv_b_, Precision::kFp32) : qkv_;
   const int64_t d = q_w_.size(0);
-  q_ = qkv_own_.Rows(0, d);
-  k_ = qkv_own_.Rows(d, d);
-  v_ = qkv_own_.Rows(2 * d, d);
+  q_ = own.Rows(0, d);
+  k_ = own.Rows(d, d);
+  v_ = own.Rows(2 * d, d);
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
   row_blocks_ = RunsInRowBlocks(precision, q_w_.device());
 }
@@ -240,11 +240,6 @@ at::Tensor TransformerLayer::Key(const at::Tensor& x) const {
 }
 at::Tensor TransformerLayer::Value(const at::Tensor& x) const {
   return InferencePath() ? v_(x).to(x.scalar_type()) : at::linear(x, v_w_, v_b_);
-}
-
-at::Tensor TransformerLayer::QueryKeyValue(const at::Tensor& x) const {
-  if (InferencePath()) return qkv_own_(x).to(attention_dtype_);
-  return at::linear(x, at::cat({q_w_, k_w_, v_w_}), at::cat({q_b_, k_b_, v_b_}));
 }
 
 at::Tensor TransformerLayer::FinishReplacing(at::Tensor x, const at::Tensor& context) const {

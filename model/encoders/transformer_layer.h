@@ -70,12 +70,10 @@ class TransformerLayer {
   at::Tensor Query(const at::Tensor& x) const;
   at::Tensor Key(const at::Tensor& x) const;
   at::Tensor Value(const at::Tensor& x) const;
-  // q, k and v of x [n, d] from one GEMM as [n, 3d] (q, then k, then v columns), in the dtype
-  // the attention GEMMs run in (attention_dtype()): bf16 for kBf16 on the inference path, so
-  // attention reads them without a round trip through fp32; else fp32.
-  at::Tensor QueryKeyValue(const at::Tensor& x) const;
-  // One of QueryKeyValue's column blocks (0: q, 1: k, 2: v) from a GEMM of its own, for a caller
-  // that lets each go before it makes the next (ETC's inference path holds one, not three).
+  // q, k or v (part 0, 1, 2) of x [n, d] in the dtype the attention GEMMs run in
+  // (attention_dtype()): bf16 for kBf16 on the inference path, so attention reads them without a
+  // round trip through fp32; else fp32. One GEMM each, for a caller that lets each go before it
+  // makes the next (ETC's inference path holds one projection, not three).
   at::Tensor QueryKeyValuePart(int part, const at::Tensor& x) const;
   at::ScalarType attention_dtype() const { return InferencePath() ? attention_dtype_ : at::kFloat; }
   at::Tensor Finish(const at::Tensor& x, const at::Tensor& context) const;
@@ -113,11 +111,10 @@ class TransformerLayer {
   // trainer's require grad and change every step, so a copy would go stale).
   at::Tensor qkv_w_, qkv_b_;
   // The inference path's dense layers (defined with qkv_w_) and the dtype its attention GEMMs run
-  // in (bf16 for kBf16, else fp32).
+  // in (bf16 for kBf16, else fp32). q_, k_, v_: the q, k, v of layers with their own pattern
+  // (QueryKeyValuePart), rows of qkv_, except in int8, where they stay fp32 (their products
+  // feed fp32 attention code).
   InferenceDense qkv_, q_, k_, v_, o_, i_, f_;
-  // The stacked q, k, v of layers with their own pattern (QueryKeyValue): qkv_, except in int8,
-  // where they stay fp32 (their products feed fp32 attention code); q_, k_, v_ are its rows.
-  InferenceDense qkv_own_;
   at::ScalarType attention_dtype_ = at::kFloat;
   // Whether the inference path runs in blocks of kInferenceChunkRows (fp32 and bf16 on the CPU).
   bool row_blocks_ = false;

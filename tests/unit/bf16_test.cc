@@ -100,12 +100,17 @@ TEST(Bf16Test, CustomPatternLayersProjectAndFinishInBf16) {
   EXPECT_GT(MaxAbs(q - fp32.Query(x)), 0);
   EXPECT_LE(MaxAbs(bf16.Key(x) - fp32.Key(x)), 0.02 * MaxAbs(fp32.Key(x)));
   EXPECT_LE(MaxAbs(bf16.Value(x) - fp32.Value(x)), 0.02 * MaxAbs(fp32.Value(x)));
-  // ETC's inference path takes all three from one GEMM, kept in bf16 for its bf16 attention.
-  const at::Tensor qkv = bf16.QueryKeyValue(x);
+  // ETC's inference path takes each of the three kept in bf16 for its bf16 attention.
+  auto parts = [&x](const TransformerLayer& layer) {
+    return at::cat({layer.QueryKeyValuePart(0, x), layer.QueryKeyValuePart(1, x),
+                    layer.QueryKeyValuePart(2, x)},
+                   1);
+  };
+  const at::Tensor qkv = parts(bf16);
   ASSERT_EQ(qkv.scalar_type(), at::kBFloat16);
   const at::Tensor separate = at::cat({q, bf16.Key(x), bf16.Value(x)}, 1);
   EXPECT_LE(MaxAbs(qkv.to(at::kFloat) - separate), 0.01 * MaxAbs(separate));
-  const at::Tensor qkv32 = fp32.QueryKeyValue(x);
+  const at::Tensor qkv32 = parts(fp32);
   ASSERT_EQ(qkv32.scalar_type(), at::kFloat);
   EXPECT_LE(MaxAbs(qkv32 - at::cat({fp32.Query(x), fp32.Key(x), fp32.Value(x)}, 1)), 1e-5);
   const at::Tensor context = at::randn({30, 64});
