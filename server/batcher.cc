@@ -65,7 +65,8 @@ DrainResult Batcher::Drain(std::chrono::milliseconds timeout, std::chrono::milli
   }
   if (queued_items_ == 0 && running_ == 0) return result;
 
-  // The deadline passed: what is queued is answered now, what runs stops at its next layer.
+  // The deadline passed: what is queued is answered now, what runs stops at its next group of
+  // windows.
   result.finished = false;
   abandon_ = true;
   std::vector<std::unique_ptr<WorkItem>> left;
@@ -266,7 +267,7 @@ void Batcher::WorkerLoop() {
       std::vector<const PreparedRequest*> requests;
       for (const auto& item : batch) requests.push_back(&item->prepared);
       metrics_->RecordBatch(static_cast<int64_t>(batch.size()), batch_tokens);
-      // The batch stops at its next layer once none of its callers waits any more.
+      // The batch stops at its next group of windows once none of its callers waits any more.
       const StopCheck stop = [this, &batch] {
         if (abandon_) return true;
         const Clock::WallTime now = clock_->WallNow();

@@ -8,10 +8,10 @@
 //   max_batch_tokens or max_batch_delay_ms after its oldest request, whichever comes first.
 // - Requests whose deadline passed or whose caller cancelled leave the queue at once when the
 //   service says a caller left (SweepNow, from gRPC's OnCancel) and whenever a batch is formed
-//   (every queue is swept); a running batch stops at its next layer once none of its callers
-//   waits any more (StopCheck).
+//   (every queue is swept); a running batch stops at its next group of windows once none of its
+//   callers waits any more (StopCheck).
 // - Drain: stop accepting, answer what was accepted; at the deadline what is left is answered
-//   UNAVAILABLE (the running batch stops at its next layer) and counted.
+//   UNAVAILABLE (the running batch stops at its next group of windows) and counted.
 // Every accepted request gets exactly one `done` call. The batcher sees the engine only as a
 // run-batch function and time only through a Clock, so tests drive it with a fake of each
 // (tests/unit/batcher_test.cc).
@@ -101,8 +101,8 @@ class Batcher {
   void SweepNow();
 
   // Stops accepting and waits until every accepted item was answered. At the timeout, queued
-  // items are answered UNAVAILABLE at once and running batches stop at their next layer (their
-  // items answered UNAVAILABLE too); it then waits for those answers (up to `grace` more).
+  // items are answered UNAVAILABLE at once and running batches stop at their next group of windows
+  // (their items answered UNAVAILABLE too); it then waits for those answers (up to `grace` more).
   DrainResult Drain(std::chrono::milliseconds timeout,
                     std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
 

@@ -60,7 +60,7 @@ at::Tensor ClusterFormerEncoder::ForwardIndependentWindows(const WindowPlan& pla
   at::Tensor windows = EmbedWindows(plan, device);
   for (int64_t i = 0; i < config_.num_layers(); ++i) {
     StopIfAsked(stop);
-    windows = layers_[i].ForwardReplacing(std::move(windows), window_valid);
+    windows = layers_[i].ForwardReplacing(std::move(windows), window_valid, stop);
   }
   return windows;
 }
@@ -108,7 +108,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
         windows = GatherRowsTrainable(hbar, window_index).view({kt, t_len, d});
         hbar = at::Tensor();
       }
-      windows = layers_[i].ForwardReplacing(std::move(windows), window_valid);
+      windows = layers_[i].ForwardReplacing(std::move(windows), window_valid, stop);
       hbar = OverlapMergeTrainable(windows.view({kt * t_len, d}), merge_offsets, merge_sources);
       windows = at::Tensor();
       continue;
@@ -125,7 +125,7 @@ at::Tensor ClusterFormerEncoder::Forward(const WindowPlan& plan, const at::Devic
     chunk_index.index_put_({sorted_to_slot}, perm);
     at::Tensor sorted = GatherRowsTrainable(hbar, chunk_index).view({chunk_plan.num_chunks, m, d});
     hbar = at::Tensor();
-    const at::Tensor chunks = layers_[i].ForwardReplacing(std::move(sorted), chunk_valid);
+    const at::Tensor chunks = layers_[i].ForwardReplacing(std::move(sorted), chunk_valid, stop);
     at::Tensor back = at::empty({plan.num_rows}, perm.options());
     back.index_put_({perm}, sorted_to_slot);
     hbar = GatherRowsTrainable(chunks.view({chunk_plan.num_chunks * m, d}), back);

@@ -1,7 +1,9 @@
 // Stopping a forward pass that nobody waits for any more: the batcher passes a check that says
-// whether every caller of the batch has left (cancelled, or deadline passed), and the encoders ask
-// it between layers (and between ETC's attention chunks). When it says yes they throw
-// BatchStopped, which Engine::Run turns into CANCELLED answers: the work ends within one layer.
+// whether every caller of the batch has left (cancelled, or deadline passed, or the drain deadline
+// passed), and the encoders ask it between layers, between a layer's groups of windows
+// (TransformerLayer::Forward) and between ETC's attention chunks. When it says yes they throw
+// BatchStopped, which Engine::Run turns into CANCELLED answers: the work ends within one group
+// (about kInferenceChunkRows rows on the CPU), not one layer of a whole long document.
 #pragma once
 
 #include <exception>

@@ -103,13 +103,15 @@ int64_t TransformerLayer::GroupSize(int64_t t) const {
   return group;
 }
 
-at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid) const {
+at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& valid,
+                                     const StopCheck& stop) const {
   const int64_t b = x.size(0);
   const int64_t group = GroupSize(x.size(1));
   if (b <= group) return ForwardGroup(x, valid);
   if (at::GradMode::is_enabled()) {  // training: autograd keeps every group's graph anyway
     std::vector<at::Tensor> outs;
     for (int64_t begin = 0; begin < b; begin += group) {
+      if (begin > 0) StopIfAsked(stop);
       const int64_t n = std::min(group, b - begin);
       outs.push_back(ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n)));
     }
@@ -117,21 +119,24 @@ at::Tensor TransformerLayer::Forward(const at::Tensor& x, const at::Tensor& vali
   }
   // Each group's output straight into the layer's: the groups' outputs and their concatenation
   // were two whole copies of the layer's output alive at once (peak memory a token, issue 22).
-  return ForwardGroupsInto(x, valid, group, at::Tensor());
+  return ForwardGroupsInto(x, valid, group, at::Tensor(), stop);
 }
 
-at::Tensor TransformerLayer::ForwardReplacing(at::Tensor x, const at::Tensor& valid) const {
+at::Tensor TransformerLayer::ForwardReplacing(at::Tensor x, const at::Tensor& valid,
+                                              const StopCheck& stop) const {
   const int64_t group = GroupSize(x.size(1));
   if (x.size(0) <= group || at::GradMode::is_enabled() || !x.is_contiguous() || x.requires_grad()) {
-    return Forward(x, valid);
+    return Forward(x, valid, stop);
   }
-  return ForwardGroupsInto(x, valid, group, x);  // a group reads only its own rows of x
+  return ForwardGroupsInto(x, valid, group, x, stop);  // a group reads only its own rows of x
 }
 
 at::Tensor TransformerLayer::ForwardGroupsInto(const at::Tensor& x, const at::Tensor& valid,
-                                               int64_t group, at::Tensor out) const {
+                                               int64_t group, at::Tensor out,
+                                               const StopCheck& stop) const {
   const int64_t b = x.size(0);
   for (int64_t begin = 0; begin < b; begin += group) {
+    if (begin > 0) StopIfAsked(stop);
     const int64_t n = std::min(group, b - begin);
     const at::Tensor y = ForwardGroup(x.narrow(0, begin, n), valid.narrow(0, begin, n));
     if (!out.defined()) {

@@ -11,6 +11,7 @@
 
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/precision.h"
+#include "model/encoders/stop_check.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
 
@@ -56,13 +57,17 @@ class TransformerLayer {
                    Precision precision = Precision::kFp32);
 
   // x [B, T, d]; valid [B, T] bool (false = padding, never attended to). Returns [B, T, d].
-  // Large batches run in groups so that the attention scores stay within a memory bound.
-  at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid) const;
+  // Large batches run in groups so that the attention scores stay within a memory bound; `stop`
+  // is asked before each group after the first (BatchStopped): a long document's abandoned work
+  // ends within a group of windows, not a whole layer.
+  at::Tensor Forward(const at::Tensor& x, const at::Tensor& valid,
+                     const StopCheck& stop = nullptr) const;
   // Forward for a caller that gives up x (a fresh, contiguous tensor nobody else reads): where the
   // layer runs its sequences in groups without autograd, each group's output is written over its
   // own input rows (a group reads only its own sequences), so the layer holds one copy of the
   // sequences instead of two; else Forward.
-  at::Tensor ForwardReplacing(at::Tensor x, const at::Tensor& valid) const;
+  at::Tensor ForwardReplacing(at::Tensor x, const at::Tensor& valid,
+                              const StopCheck& stop = nullptr) const;
 
   // The pieces around the attention pattern, for layers with their own pattern (ETC, cluster
   // layers): the q, k, v projections of x [..., d] (in x's dtype whatever the precision), and the
@@ -90,7 +95,7 @@ class TransformerLayer {
   // `out` (allocated from the first group's output where undefined; x itself for
   // ForwardReplacing). Returns out.
   at::Tensor ForwardGroupsInto(const at::Tensor& x, const at::Tensor& valid, int64_t group,
-                               at::Tensor out) const;
+                               at::Tensor out, const StopCheck& stop) const;
   // Whether this call takes the inference path: frozen weights (qkv_w_ made) and autograd off.
   bool InferencePath() const;
   // Inference only (autograd off, weights frozen): ForwardGroup with Q, K and V from one GEMM,

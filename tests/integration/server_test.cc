@@ -798,7 +798,11 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
   const auto signalled = std::chrono::steady_clock::now();
   server.Signal(SIGTERM);
   EXPECT_EQ(server.WaitExit(), 3) << server.log();
-  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(4));
+  const double exit_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  // 1 s of drain, then the running batch stops within a group of windows (the layer was the unit
+  // until session 27: ASan on a loaded CI machine then took 4.5 s; 1.6-2.1 s now).
+  EXPECT_LT(exit_seconds, 4.0) << server.log();
   int unavailable = 0;
   for (auto& c : calls) {
     const grpc::Status s = c.get();  // every accepted call has an answer: none hangs or is lost

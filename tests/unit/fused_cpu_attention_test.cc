@@ -176,8 +176,8 @@ TEST(FusedCpuAttentionTest, LayerInferencePathEqualsTheAutogradPath) {
 
 // 80 windows of 45 tokens: the inference path runs them in groups of kInferenceChunkRows / 45 = 34
 // windows written into one output, or over the input (ForwardReplacing); the autograd path
-// concatenates its groups' outputs.
-TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
+// concatenates its groups' outputs. Between groups the layer asks its stop check.
+TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPathAndAskTheStopCheck) {
   const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64,
                                             /*num_heads=*/2, /*intermediate_size=*/128, "S",
                                             /*window=*/48, /*stride=*/40,
@@ -201,6 +201,20 @@ TEST(FusedCpuAttentionTest, LayerInferenceGroupsEqualTheAutogradPath) {
   const at::Tensor replaced = layer.ForwardReplacing(std::move(given), valid);
   EXPECT_EQ(replaced.data_ptr(), storage);
   EXPECT_TRUE(at::equal(replaced, inferred));
+
+  // The stop check is asked between groups (two asks for three groups), the output unchanged
+  // while it says go on; once it says stop, the layer throws BatchStopped before the next group.
+  int asked = 0;
+  const StopCheck go_on = [&] { return ++asked < 0; };
+  EXPECT_TRUE(at::equal(layer.ForwardReplacing(x.clone(), valid, go_on), inferred));
+  EXPECT_EQ(asked, 2);
+  asked = 0;
+  const StopCheck stop_at_second = [&] { return ++asked == 2; };
+  EXPECT_THROW(layer.ForwardReplacing(x.clone(), valid, stop_at_second), BatchStopped);
+  EXPECT_EQ(asked, 2);
+  asked = 0;
+  EXPECT_THROW(layer.Forward(x, valid, stop_at_second), BatchStopped);
+  EXPECT_EQ(asked, 2);
 }
 
 }  // namespace
