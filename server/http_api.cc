@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/http_page.h"
+#include "server/http_peer.h"
 #include "server/metrics_endpoint.h"
 
 namespace longqa {
@@ -145,8 +146,15 @@ absl::Status HttpApi::Start(const std::string& address) {
       ms = std::min<int64_t>(ms, int64_t{7} * 24 * 3600 * 1000);
       call.deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
     }
-    // The worker waits here for the batcher's answer (cpp-httplib 0.11 cannot tell that a client
-    // left: an abandoned HTTP request is computed until its deadline, unlike a gRPC one).
+    // A client that closes its connection has left, as a cancelled gRPC call has: the batcher
+    // drops its request from the queue at the next batch, or stops it at the next group of
+    // windows. (The socket stays this worker's while it waits here, so the descriptor cannot be
+    // another connection's when the batcher asks; it asks no more once it answered.)
+    if (const int fd = FindConnectionSocket(req.remote_addr, req.remote_port, req.local_port);
+        fd >= 0) {
+      call.is_cancelled = [fd] { return PeerClosed(fd); };
+    }
+    // The worker waits here for the batcher's answer.
     std::promise<void> answered;
     service_->Process(call, request, "Answer",
                       [&res, &answered](grpc::Status status, v1::AnswerResponse response,

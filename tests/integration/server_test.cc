@@ -1109,6 +1109,60 @@ TEST(HttpApiTest, ErrorsAreHttpCodesWithTheGrpcCodeAndMessageInJson) {
       200);
 }
 
+TEST(HttpApiTest, ARequestWhoseClientClosedItsConnectionStopsAsACancelledGrpcCallDoes) {
+  // cpp-httplib cannot say that a client left; server/http_peer asks the kernel. Two HTTP clients
+  // give up on a long request (read timeout: the client closes its connection): the running one
+  // stops at its next group of windows, the queued one leaves at the next batch, and a control
+  // question does not wait for either (before: about twice the long request's time alone).
+  ServerProcess server(
+      WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--http_listen=127.0.0.1:0"}));
+  ASSERT_TRUE(server.ok()) << server.log();
+  ASSERT_GT(server.http_port(), 0) << server.log();
+  auto stub = Stub(server.address());
+  v1::AnswerResponse r;
+  auto time_grpc = [&](const v1::AnswerRequest& request, grpc::Status* status) {
+    const auto start = std::chrono::steady_clock::now();
+    *status = Call(*stub, request, &r, 120000);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  grpc::Status status;
+  v1::AnswerRequest big;  // over 1 s alone, as in the gRPC test above
+  double big_solo = 0;
+  for (int words = 120; words <= 960 && big_solo <= 1.0; words *= 2) {
+    big = Request("kalo", Document(1600, words));
+    big_solo = time_grpc(big, &status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  ASSERT_GT(big_solo, 1.0);
+  const std::string body = ToJson(big);
+  // Two clients post it; once the server has accepted both (one running, the other queued or in
+  // the same batch) both close their connections, as a client that gives up does.
+  std::vector<std::unique_ptr<httplib::Client>> clients;
+  std::vector<std::thread> abandoned;
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", server.http_port()));
+    clients.back()->set_read_timeout(120, 0);
+    abandoned.emplace_back([&body, client = clients.back().get()] {
+      EXPECT_FALSE(client->Post("/v1/answer", body, "application/json"));
+    });
+  }
+  const bool accepted = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_inflight_requests") == 2;
+  });
+  for (auto& client : clients) client->stop();
+  for (auto& t : abandoned) t.join();
+  ASSERT_TRUE(accepted) << server.log();
+  const double control = time_grpc(Request("kalo", Document(2, 10)), &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_LT(control, big_solo / 2) << "big request alone " << big_solo << " s";
+  EXPECT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}") == 2 &&
+           Sample(page,
+                  "longqa_requests_total{code=\"CANCELLED\",method=\"Answer\","
+                  "transport=\"http\"}") == 2;
+  })) << Scrape(server.metrics_port());
+}
+
 TEST(HttpApiTest, StatusMapping) {
   using Stage = QaService::Stage;
   EXPECT_EQ(HttpStatusFor(grpc::StatusCode::RESOURCE_EXHAUSTED, Stage::kAdmission), 413);
