@@ -147,14 +147,11 @@ absl::Status HttpApi::Start(const std::string& address) {
       call.deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
     }
     // A client that closes its connection has left, as a cancelled gRPC call has: the batcher
-    // drops its request from the queue at the next batch, or stops it at the next group of
-    // windows. (The socket stays this worker's while it waits here, so the descriptor cannot be
-    // another connection's when the batcher asks; it asks no more once it answered.)
-    if (const int fd = FindConnectionSocket(req.remote_addr, req.remote_port, req.local_port);
-        fd >= 0) {
-      call.is_cancelled = [fd] { return PeerClosed(fd); };
-    }
-    // The worker waits here for the batcher's answer.
+    // drops its request from the queue, or stops it at the next group of windows. (The socket
+    // stays this worker's while it waits below, so the descriptor cannot be another connection's
+    // when the batcher asks; it asks no more once it answered.)
+    const int fd = FindConnectionSocket(req.remote_addr, req.remote_port, req.local_port);
+    if (fd >= 0) call.is_cancelled = [fd] { return PeerClosed(fd); };
     std::promise<void> answered;
     service_->Process(call, request, "Answer",
                       [&res, &answered](grpc::Status status, v1::AnswerResponse response,
@@ -166,7 +163,17 @@ absl::Status HttpApi::Start(const std::string& address) {
                         }
                         answered.set_value();
                       });
-    answered.get_future().wait();
+    // The worker waits for the batcher's answer, looking at the connection meanwhile: once the
+    // client has gone, a sweep answers its request if it is still queued (as gRPC's OnCancel
+    // does), instead of when the next batch is formed.
+    const std::future<void> done = answered.get_future();
+    bool swept = false;
+    while (done.wait_for(kHttpPeerPollInterval) != std::future_status::ready) {
+      if (!swept && fd >= 0 && PeerClosed(fd)) {
+        service_->batcher()->SweepNow();
+        swept = true;
+      }
+    }
   });
 
   http_->Get("/v1/model", [this](const httplib::Request& req, httplib::Response& res) {

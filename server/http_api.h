@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,8 @@ namespace longqa {
 
 // Requests answered at once: each holds an HTTP worker while its answer is computed.
 inline constexpr int kHttpWorkers = 64;
+// How often a worker waiting for an answer looks whether its client closed the connection.
+inline constexpr std::chrono::milliseconds kHttpPeerPollInterval{100};
 // The header that carries a request's deadline in milliseconds (no header: no deadline).
 inline constexpr char kHttpTimeoutHeader[] = "X-Longqa-Timeout-Ms";
 

@@ -1163,6 +1163,48 @@ TEST(HttpApiTest, ARequestWhoseClientClosedItsConnectionStopsAsACancelledGrpcCal
   })) << Scrape(server.metrics_port());
 }
 
+TEST(HttpApiTest, AQueuedRequestWhoseClientClosedItsConnectionLeavesTheQueueAtOnce) {
+  // As ServerHostileTest.AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce for gRPC: behind a
+  // long request, an HTTP request whose client closes its connection leaves the queue within
+  // the worker's poll interval, not when the long batch ends.
+  ServerProcess server(
+      WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--http_listen=127.0.0.1:0"}));
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto stub = Stub(server.address());
+  std::atomic<bool> big_done{false};
+  std::thread big([&] {
+    v1::AnswerResponse r;
+    const grpc::Status s = Call(*stub, Request("kalo", Document(800, 360)), &r, 600000);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    big_done = true;
+  });
+  const bool running = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_inflight_requests") == 1 &&
+           Sample(page, "longqa_queue_requests") == 0;
+  });
+  httplib::Client http("127.0.0.1", server.http_port());
+  http.set_read_timeout(600, 0);
+  std::thread queued([&] {
+    EXPECT_FALSE(
+        http.Post("/v1/answer", ToJson(Request("kalo", Document(2, 10))), "application/json"));
+  });
+  const bool is_queued = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_queue_requests") == 1;
+  });
+  http.stop();
+  const bool left = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+    return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
+  });
+  const bool big_still_running = !big_done;
+  const std::string page = Scrape(server.metrics_port());
+  queued.join();
+  big.join();
+  ASSERT_TRUE(running && is_queued) << page;
+  EXPECT_TRUE(left) << page;
+  ASSERT_TRUE(big_still_running) << "the long request ended first: the test proved nothing";
+  EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1) << page;
+}
+
 TEST(HttpApiTest, StatusMapping) {
   using Stage = QaService::Stage;
   EXPECT_EQ(HttpStatusFor(grpc::StatusCode::RESOURCE_EXHAUSTED, Stage::kAdmission), 413);
