@@ -125,6 +125,46 @@ std::vector<std::string> WithBigDocuments(std::vector<std::string> flags) {
   return flags;
 }
 
+// A long request (800 paragraphs of 360 words: seconds on any machine) running on a server
+// started WithBigDocuments, for tests that queue requests behind it. running(): the server
+// counted it accepted and queued nothing else. Long enough to outlast a 700 ms deadline with
+// margin: 120-word paragraphs took about 1 s on CI once the attention was fused.
+class LongRequestRunning {
+ public:
+  explicit LongRequestRunning(const ServerProcess& server) : stub_(Stub(server.address())) {
+    thread_ = std::thread([this] {
+      v1::AnswerResponse r;
+      status_ = Call(*stub_, Request("kalo", Document(800, 360)), &r, 600000);
+      done_ = true;
+    });
+    running_ = UntilMetrics(server.metrics_port(), [](const std::string& page) {
+      return Sample(page, "longqa_inflight_requests") == 1 &&
+             Sample(page, "longqa_queue_requests") == 0;
+    });
+  }
+  ~LongRequestRunning() { Join(); }
+  bool running() const { return running_; }
+  bool done() const { return done_; }
+  grpc::Status Join() {
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+
+ private:
+  std::unique_ptr<v1::QuestionAnswering::Stub> stub_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  bool running_ = false;
+  grpc::Status status_;
+};
+
+// Whether the queue empties (requests and tokens) within UntilMetrics' 20 s.
+bool QueueEmpties(int metrics_port) {
+  return UntilMetrics(metrics_port, [](const std::string& page) {
+    return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
+  });
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -864,21 +904,8 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
   ServerProcess server(WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2"}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
-  std::atomic<bool> big_done{false};
-  std::thread big([&] {
-    v1::AnswerResponse r;
-    // Long enough to outlast the 700 ms deadline below with margin on a fast machine: 120-word
-    // paragraphs took about 1 s on CI once the attention was fused, and the test proved nothing.
-    const grpc::Status s = Call(*stub, Request("kalo", Document(800, 360)), &r, 600000);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    big_done = true;
-  });
-  // Running: accepted and no longer queued. (Checked after the joins: an ASSERT here would
-  // leave threads running.)
-  const bool running = UntilMetrics(server.metrics_port(), [](const std::string& page) {
-    return Sample(page, "longqa_inflight_requests") == 1 &&
-           Sample(page, "longqa_queue_requests") == 0;
-  });
+  // (running() is checked after the joins: an ASSERT here would leave threads running.)
+  LongRequestRunning big(server);
   grpc::ClientContext cancelled_context;
   std::thread cancelled([&] {
     v1::AnswerResponse r;
@@ -894,15 +921,14 @@ TEST(ServerHostileTest, AQueuedRequestWhoseCallerLeftLeavesTheQueueAtOnce) {
     return Sample(page, "longqa_queue_requests") == 2;
   });
   cancelled_context.TryCancel();
-  const bool left = UntilMetrics(server.metrics_port(), [](const std::string& page) {
-    return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
-  });
-  const bool big_still_running = !big_done;
+  const bool left = QueueEmpties(server.metrics_port());
+  const bool big_still_running = !big.done();
   const std::string page = Scrape(server.metrics_port());
   cancelled.join();
   expiring.join();
-  big.join();
-  ASSERT_TRUE(running && both_queued) << page;
+  const grpc::Status big_status = big.Join();
+  EXPECT_TRUE(big_status.ok()) << big_status.error_message();
+  ASSERT_TRUE(big.running() && both_queued) << page;
   EXPECT_TRUE(left) << page;
   ASSERT_TRUE(big_still_running) << "the long request ended first: the test proved nothing";
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1) << page;
@@ -1170,18 +1196,7 @@ TEST(HttpApiTest, AQueuedRequestWhoseClientClosedItsConnectionLeavesTheQueueAtOn
   ServerProcess server(
       WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--http_listen=127.0.0.1:0"}));
   ASSERT_TRUE(server.ok()) << server.log();
-  auto stub = Stub(server.address());
-  std::atomic<bool> big_done{false};
-  std::thread big([&] {
-    v1::AnswerResponse r;
-    const grpc::Status s = Call(*stub, Request("kalo", Document(800, 360)), &r, 600000);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    big_done = true;
-  });
-  const bool running = UntilMetrics(server.metrics_port(), [](const std::string& page) {
-    return Sample(page, "longqa_inflight_requests") == 1 &&
-           Sample(page, "longqa_queue_requests") == 0;
-  });
+  LongRequestRunning big(server);
   httplib::Client http("127.0.0.1", server.http_port());
   http.set_read_timeout(600, 0);
   std::thread queued([&] {
@@ -1192,14 +1207,13 @@ TEST(HttpApiTest, AQueuedRequestWhoseClientClosedItsConnectionLeavesTheQueueAtOn
     return Sample(page, "longqa_queue_requests") == 1;
   });
   http.stop();
-  const bool left = UntilMetrics(server.metrics_port(), [](const std::string& page) {
-    return Sample(page, "longqa_queue_requests") == 0 && Sample(page, "longqa_queue_tokens") == 0;
-  });
-  const bool big_still_running = !big_done;
+  const bool left = QueueEmpties(server.metrics_port());
+  const bool big_still_running = !big.done();
   const std::string page = Scrape(server.metrics_port());
   queued.join();
-  big.join();
-  ASSERT_TRUE(running && is_queued) << page;
+  const grpc::Status big_status = big.Join();
+  EXPECT_TRUE(big_status.ok()) << big_status.error_message();
+  ASSERT_TRUE(big.running() && is_queued) << page;
   EXPECT_TRUE(left) << page;
   ASSERT_TRUE(big_still_running) << "the long request ended first: the test proved nothing";
   EXPECT_EQ(Sample(page, "longqa_dropped_requests_total{reason=\"cancelled\"}"), 1) << page;
