@@ -1,27 +1,36 @@
 #include "server/http_peer.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace longqa {
 namespace {
 
-// The port and numeric host of a socket address (IPv4 or IPv6); false for other families.
-bool HostAndPort(const sockaddr_storage& address, socklen_t length, std::string* host, int* port) {
-  char name[NI_MAXHOST], service[NI_MAXSERV];
-  if (address.ss_family != AF_INET && address.ss_family != AF_INET6) return false;
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, name, sizeof(name), service,
-                  sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return false;
+// The port of an IPv4 or IPv6 socket address; -1 for other families.
+int PortOf(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
   }
-  *host = name;
-  *port = std::atoi(service);
-  return true;
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  }
+  return -1;
+}
+
+// The numeric host of a socket address, as cpp-httplib writes Request::remote_addr.
+std::string NumericHost(const sockaddr_storage& address, socklen_t length) {
+  char name[NI_MAXHOST];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, name, sizeof(name), nullptr,
+                  0, NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  return name;
 }
 
 }  // namespace
@@ -34,23 +43,19 @@ int FindConnectionSocket(const std::string& remote_addr, int remote_port, int lo
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || fd == dirfd(fds)) continue;
+    // The ports first (no name lookups on the way: a server holds hundreds of descriptors);
+    // getsockname fails on what is not a socket, getpeername on a listening socket.
     sockaddr_storage local{}, remote{};
     socklen_t local_length = sizeof(local), remote_length = sizeof(remote);
-    // getsockname fails on what is not a socket; getpeername on a listening socket.
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_length) !=
-            0 ||
-        getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&remote), &remote_length) !=
-            0) {
+    const int candidate = static_cast<int>(fd);
+    if (getsockname(candidate, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
+        PortOf(local) != local_port ||
+        getpeername(candidate, reinterpret_cast<sockaddr*>(&remote), &remote_length) != 0 ||
+        PortOf(remote) != remote_port || NumericHost(remote, remote_length) != remote_addr) {
       continue;
     }
-    std::string local_host, remote_host;
-    int local_found = -1, remote_found = -1;
-    if (HostAndPort(local, local_length, &local_host, &local_found) &&
-        HostAndPort(remote, remote_length, &remote_host, &remote_found) &&
-        local_found == local_port && remote_found == remote_port && remote_host == remote_addr) {
-      found = static_cast<int>(fd);
-      break;
-    }
+    found = candidate;
+    break;
   }
   closedir(fds);
   return found;
