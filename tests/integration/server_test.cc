@@ -1137,9 +1137,9 @@ TEST(HttpApiTest, ErrorsAreHttpCodesWithTheGrpcCodeAndMessageInJson) {
 
 TEST(HttpApiTest, ARequestWhoseClientClosedItsConnectionStopsAsACancelledGrpcCallDoes) {
   // cpp-httplib cannot say that a client left; server/http_peer asks the kernel. Two HTTP clients
-  // give up on a long request (read timeout: the client closes its connection): the running one
-  // stops at its next group of windows, the queued one leaves at the next batch, and a control
-  // question does not wait for either (before: about twice the long request's time alone).
+  // give up on a long request (they close their connections): the running one stops at its next
+  // group of windows, the queued one leaves the queue, and a control question does not wait for
+  // either (before: about twice the long request's time alone).
   ServerProcess server(
       WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--http_listen=127.0.0.1:0"}));
   ASSERT_TRUE(server.ok()) << server.log();
