@@ -91,21 +91,24 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
 // ETC's inference path (etc_encoder.h, AttendInference): the layer's input and the contexts
 // (one each, written in place), and the larger of two moments: attention (the head-major copies
 // of the long queries, keys and values, a row block of the projection being copied, and one chunk
-// of scores with its softmax: kEtcInferenceChunkScores each, for long and global queries alike)
+// of scores with its softmax: etc_encoder.h's chunk each, for long and global queries alike)
 // and Finish (a row block's dense tensors where the layers run them, else the whole layer's).
 // Measured tensor peaks of models/scratch_etc at 5k-42k tokens: 40-185 MiB with Q, K and V made
-// at once and contexts concatenated, 32-124 MiB since (docs/perf/README.md, session 26); the
-// formula gives 1.0x the tensor peak at 63k tokens, tcmalloc's resident peak 1.16x it: hence the
-// 5/4, as for Cluster-Former.
+// at once and contexts concatenated, 32-124 MiB since (docs/perf/README.md, session 26), 23-115
+// with the score chunk halved (session 27); before the 5/4 the formula gives 0.97x the tensor
+// peak at 63k tokens, and tcmalloc's resident peak is 1.23x it: hence the 5/4, as for
+// Cluster-Former.
 int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
   const int64_t globals = r.question_tokens + segments;
   const int64_t longs = std::max<int64_t>(1, r.document_tokens);
   const int64_t block = c.etc.radius + 1;
   const int64_t padded = (longs + block - 1) / block * block;
-  const int64_t chunk =
-      std::min(kEtcInferenceChunkScores, std::max(longs * c.num_heads * (globals + 3 * block),
-                                                  globals * c.num_heads * (globals + longs)));
+  // Row blocks mean a CPU (the GPU's larger chunk counted otherwise: int8 on a CPU is
+  // over-counted).
+  const int64_t chunk_cap = row_blocks ? kEtcInferenceChunkScores : kEtcGpuInferenceChunkScores;
+  const int64_t chunk = std::min(chunk_cap, std::max(longs * c.num_heads * (globals + 3 * block),
+                                                     globals * c.num_heads * (globals + longs)));
   const int64_t rows = globals + longs;
   const int64_t block_rows = row_blocks ? std::min(rows, kInferenceChunkRows) : rows;
   const int64_t attention = 3 * padded * c.hidden_size + block_rows * c.hidden_size + 2 * chunk;
