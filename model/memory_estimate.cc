@@ -106,9 +106,9 @@ int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) 
   const int64_t padded = (longs + block - 1) / block * block;
   // Row blocks mean a CPU (the GPU's larger chunk counted otherwise: int8 on a CPU is
   // over-counted).
-  const int64_t chunk_cap = row_blocks ? kEtcInferenceChunkScores : kEtcGpuInferenceChunkScores;
-  const int64_t chunk = std::min(chunk_cap, std::max(longs * c.num_heads * (globals + 3 * block),
-                                                     globals * c.num_heads * (globals + longs)));
+  const int64_t chunk = std::min(EtcInferenceChunkScores(row_blocks),
+                                 std::max(longs * c.num_heads * (globals + 3 * block),
+                                          globals * c.num_heads * (globals + longs)));
   const int64_t rows = globals + longs;
   const int64_t block_rows = row_blocks ? std::min(rows, kInferenceChunkRows) : rows;
   const int64_t attention = 3 * padded * c.hidden_size + block_rows * c.hidden_size + 2 * chunk;

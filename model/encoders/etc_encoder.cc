@@ -265,8 +265,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   const int64_t labels = EtcNumLabels(config_);
   const int64_t part_of = EtcPartOfLabel(config_), not_part_of = EtcNotPartOfLabel(config_);
   const int64_t n_g = t.n_g, n_l = t.n_l, b = t.block, nb = t.num_blocks, n_pad = nb * b;
-  const int64_t budget =
-      std::min(score_budget_, xl.is_cpu() ? kEtcInferenceChunkScores : kEtcGpuInferenceChunkScores);
+  const int64_t budget = std::min(score_budget_, EtcInferenceChunkScores(xl.is_cpu()));
   // Queries carry the 1/sqrt(dh) scale, so every score term computed from them (q·k and the
   // label scores q·a_K) is scaled once.
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));

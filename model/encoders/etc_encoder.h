@@ -40,6 +40,9 @@ inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
 // several kernel launches a head, and smaller chunks were not measured there.
 inline constexpr int64_t kEtcInferenceChunkScores = int64_t{1} << 20;
 inline constexpr int64_t kEtcGpuInferenceChunkScores = int64_t{2} << 20;
+inline int64_t EtcInferenceChunkScores(bool on_cpu) {
+  return on_cpu ? kEtcInferenceChunkScores : kEtcGpuInferenceChunkScores;
+}
 
 class EtcEncoder {
  public:

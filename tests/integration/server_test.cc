@@ -125,6 +125,32 @@ std::vector<std::string> WithBigDocuments(std::vector<std::string> flags) {
   return flags;
 }
 
+// Seconds one Answer call takes, its status into *status.
+double TimedCall(v1::QuestionAnswering::Stub& stub, const v1::AnswerRequest& request,
+                 grpc::Status* status) {
+  v1::AnswerResponse r;
+  const auto start = std::chrono::steady_clock::now();
+  *status = Call(stub, request, &r, 120000);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A request that takes over 1 s alone, for comparisons against it to mean something: paragraphs
+// twice as long until it does, so a faster machine or model does not void the test. Stops at the
+// first call that fails (its status in `status`).
+struct SlowRequest {
+  v1::AnswerRequest request;
+  double seconds = 0;
+  grpc::Status status;
+};
+SlowRequest OverASecondAlone(v1::QuestionAnswering::Stub& stub) {
+  SlowRequest big;
+  for (int words = 120; words <= 960 && big.seconds <= 1.0 && big.status.ok(); words *= 2) {
+    big.request = Request("kalo", Document(1600, words));
+    big.seconds = TimedCall(stub, big.request, &big.status);
+  }
+  return big;
+}
+
 // A long request (800 paragraphs of 360 words: seconds on any machine) running on a server
 // started WithBigDocuments, for tests that queue requests behind it. running(): the server
 // counted it accepted and queued nothing else. Long enough to outlast a 700 ms deadline with
@@ -859,23 +885,11 @@ TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWai
   ServerProcess server(WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2"}));
   ASSERT_TRUE(server.ok()) << server.log();
   auto stub = Stub(server.address());
-  v1::AnswerResponse r;
-  auto time_call = [&](const v1::AnswerRequest& request, int timeout_ms, grpc::Status* status) {
-    const auto start = std::chrono::steady_clock::now();
-    *status = Call(*stub, request, &r, timeout_ms);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   grpc::Status status;
-  // Long enough (over 1 s alone) for the comparison below to mean something: paragraphs twice
-  // as long until it is, so a faster machine or model does not void the test.
-  v1::AnswerRequest big;
-  double big_solo = 0;
-  for (int words = 120; words <= 960 && big_solo <= 1.0; words *= 2) {
-    big = Request("kalo", Document(1600, words));
-    big_solo = time_call(big, 120000, &status);
-    ASSERT_TRUE(status.ok()) << status.error_message();
-  }
-  ASSERT_GT(big_solo, 1.0);
+  const SlowRequest big = OverASecondAlone(*stub);
+  ASSERT_TRUE(big.status.ok()) << big.status.error_message();
+  ASSERT_GT(big.seconds, 1.0);
+  const double big_solo = big.seconds;
   std::vector<std::thread> abandoned;
   for (int i = 0; i < 2; ++i) {
     abandoned.emplace_back([&] {
@@ -883,12 +897,12 @@ TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWai
       v1::AnswerResponse mine;
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
-      s = stub->Answer(&context, big, &mine);
+      s = stub->Answer(&context, big.request, &mine);
       EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // both have given up
-  const double control = time_call(Request("kalo", Document(2, 10)), 120000, &status);
+  const double control = TimedCall(*stub, Request("kalo", Document(2, 10)), &status);
   for (auto& t : abandoned) t.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
   // Before: the control question waited for both abandoned requests (about 2 × big_solo).
@@ -1145,22 +1159,12 @@ TEST(HttpApiTest, ARequestWhoseClientClosedItsConnectionStopsAsACancelledGrpcCal
   ASSERT_TRUE(server.ok()) << server.log();
   ASSERT_GT(server.http_port(), 0) << server.log();
   auto stub = Stub(server.address());
-  v1::AnswerResponse r;
-  auto time_grpc = [&](const v1::AnswerRequest& request, grpc::Status* status) {
-    const auto start = std::chrono::steady_clock::now();
-    *status = Call(*stub, request, &r, 120000);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   grpc::Status status;
-  v1::AnswerRequest big;  // over 1 s alone, as in the gRPC test above
-  double big_solo = 0;
-  for (int words = 120; words <= 960 && big_solo <= 1.0; words *= 2) {
-    big = Request("kalo", Document(1600, words));
-    big_solo = time_grpc(big, &status);
-    ASSERT_TRUE(status.ok()) << status.error_message();
-  }
-  ASSERT_GT(big_solo, 1.0);
-  const std::string body = ToJson(big);
+  const SlowRequest big = OverASecondAlone(*stub);
+  ASSERT_TRUE(big.status.ok()) << big.status.error_message();
+  ASSERT_GT(big.seconds, 1.0);
+  const double big_solo = big.seconds;
+  const std::string body = ToJson(big.request);
   // Two clients post it; once the server has accepted both (one running, the other queued or in
   // the same batch) both close their connections, as a client that gives up does.
   std::vector<std::unique_ptr<httplib::Client>> clients;
@@ -1178,7 +1182,7 @@ TEST(HttpApiTest, ARequestWhoseClientClosedItsConnectionStopsAsACancelledGrpcCal
   for (auto& client : clients) client->stop();
   for (auto& t : abandoned) t.join();
   ASSERT_TRUE(accepted) << server.log();
-  const double control = time_grpc(Request("kalo", Document(2, 10)), &status);
+  const double control = TimedCall(*stub, Request("kalo", Document(2, 10)), &status);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_LT(control, big_solo / 2) << "big request alone " << big_solo << " s";
   EXPECT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& page) {
