@@ -1,7 +1,7 @@
-// Int8Linear against its definition written out in fp64: the input quantised per tensor to u8
-// (scale (max - min) / 255 over a range holding 0, or / 127 on CPUs without VNNI; zero point
-// round(-min / scale)), the weight to
-// s8 per output row (scale max|row| / 127), the product of the dequantised values plus the bias.
+// Int8Linear against its definition written out in fp64: each input row brought to [0, 1] by its
+// minimum lo and range r, the result quantised per tensor to u8 (scale 1 / 255, or 1 / 127 on CPUs
+// without VNNI; zero point 0) and mapped back (lo + r * dequantised), the weight to s8 per output
+// row (scale max|row| / 127), the product of the dequantised values plus the bias.
 #include "model/encoders/int8_linear.h"
 
 #include <ATen/ATen.h>
@@ -12,38 +12,56 @@ namespace {
 
 at::Tensor Reference(const at::Tensor& x, const at::Tensor& w_dq, const at::Tensor& b) {
   const at::Tensor xd = x.to(at::kDouble);
-  const double lo = std::min(0.0, xd.min().item<double>());
-  const double hi = std::max(0.0, xd.max().item<double>());
+  const at::Tensor lo = std::get<0>(xd.min(1, /*keepdim=*/true));
+  const at::Tensor hi = std::get<0>(xd.max(1, /*keepdim=*/true));
+  const at::Tensor range = (hi - lo).clamp_min(1e-30);
   const double top = Int8ActivationsUse7Bits() ? 127.0 : 255.0;  // int8_linear.h says why
-  const double scale = (hi - lo) / top;
-  const double zero = std::nearbyint(-lo / scale);
-  const at::Tensor xq = (at::round(xd / scale) + zero).clamp(0, top);
-  return at::matmul((xq - zero) * scale, w_dq.to(at::kDouble).t()) + b.to(at::kDouble);
+  const at::Tensor uq = at::round((xd - lo) / range * top).clamp(0, top);
+  const at::Tensor xq = lo + range * (uq / top);
+  return at::matmul(xq, w_dq.to(at::kDouble).t()) + b.to(at::kDouble);
 }
 
-TEST(Int8LinearTest, MatchesDynamicQuantisationWrittenOut) {
+// Both forms of the per-row passes (AVX2, and plain C++ for CPUs without it); row widths that are
+// and are not multiples of 8.
+class Int8LinearFormTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { UsePlainInt8RowPassesForTesting(GetParam()); }
+  void TearDown() override { UsePlainInt8RowPassesForTesting(false); }
+};
+
+TEST_P(Int8LinearFormTest, MatchesDynamicQuantisationWrittenOut) {
   if (!Int8LinearAvailable()) GTEST_FAIL() << "no oneDNN quantized engine in this LibTorch";
   at::manual_seed(3);
-  const at::Tensor w = at::randn({96, 80}) * 0.05;
-  const at::Tensor b = at::randn({96});
-  const at::Tensor x = at::randn({2, 7, 80}) * 2;
-  const Int8Linear linear(w, b);
-  // The weight's own rounding: at most half a step of its row's scale.
-  const at::Tensor step = w.abs().amax(1, /*keepdim=*/true) / 127.0;
-  EXPECT_TRUE(((linear.dequantized_weight() - w).abs() <= step * 0.5 + 1e-7).all().item<bool>());
-  const at::Tensor got = linear.Forward(x);
-  ASSERT_EQ(got.sizes(), (at::IntArrayRef{2, 7, 96}));
-  const at::Tensor want =
-      Reference(x.view({14, 80}), linear.dequantized_weight(), b).view({2, 7, 96});
-  const double err = (got.to(at::kDouble) - want).abs().max().item<double>();
-  const double size = want.abs().max().item<double>();
-  std::printf("int8 linear (%s activations): max |difference| %.3g, largest output %.3g\n",
-              Int8ActivationsUse7Bits() ? "7-bit" : "8-bit", err, size);
-  EXPECT_LE(err, 1e-3 * size);
-  // And close to fp32 (what quantisation costs; not a property of the code, a sanity bound).
-  const double fp32_err = (got - at::linear(x, w, b)).abs().max().item<double>();
-  EXPECT_LE(fp32_err, 0.05 * size);
+  for (const int64_t in : {80, 77}) {
+    const at::Tensor w = at::randn({96, in}) * 0.05;
+    const at::Tensor b = at::randn({96});
+    // Rows of different centres and ranges, one constant.
+    at::Tensor x = at::randn({2, 7, in}) * at::linspace(0.1, 4, 7).view({1, 7, 1}) +
+                   at::linspace(-1, 2, 7).view({1, 7, 1});
+    x[1][3].fill_(0.75);
+    const Int8Linear linear(w, b);
+    // The weight's own rounding: at most half a step of its row's scale.
+    const at::Tensor step = w.abs().amax(1, /*keepdim=*/true) / 127.0;
+    EXPECT_TRUE(((linear.dequantized_weight() - w).abs() <= step * 0.5 + 1e-7).all().item<bool>());
+    const at::Tensor got = linear.Forward(x);
+    ASSERT_EQ(got.sizes(), (at::IntArrayRef{2, 7, 96}));
+    const at::Tensor want =
+        Reference(x.view({14, in}), linear.dequantized_weight(), b).view({2, 7, 96});
+    const double err = (got.to(at::kDouble) - want).abs().max().item<double>();
+    const double size = want.abs().max().item<double>();
+    std::printf(
+        "int8 linear (%s activations, %s row passes, %lld inputs): max |difference| %.3g, "
+        "largest output %.3g\n",
+        Int8ActivationsUse7Bits() ? "7-bit" : "8-bit", GetParam() ? "plain" : "AVX2 where present",
+        static_cast<long long>(in), err, size);
+    EXPECT_LE(err, 1e-3 * size);
+    // And close to fp32 (what quantisation costs; not a property of the code, a sanity bound).
+    const double fp32_err = (got - at::linear(x, w, b)).abs().max().item<double>();
+    EXPECT_LE(fp32_err, 0.05 * size);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(RowPasses, Int8LinearFormTest, ::testing::Values(false, true));
 
 // Rows of very different magnitudes (as a trained layer's output rows are) each keep 127 levels:
 // a small row is not rounded on the largest row's grid.
@@ -61,6 +79,25 @@ TEST(Int8LinearTest, EachOutputRowHasItsOwnScale) {
   const at::Tensor x = at::randn({32, 64});
   const at::Tensor want = at::linear(x, w, b);
   const at::Tensor rel = (linear.Forward(x) - want).abs().amax(0) / want.abs().amax(0);
+  EXPECT_LE(rel.max().item<double>(), 0.05) << rel;
+}
+
+// One outsized row (BERT's [SEP] and [CLS] rows run 10-100x the others) does not coarsen the other
+// rows' grid: each row's output is as close to fp32, relative to its own size, as it would be
+// alone. With one range for the whole input the small rows would fall on a grid of steps about
+// 1000 / 127 their own size and lose every digit.
+TEST(Int8LinearTest, EachInputRowHasItsOwnGrid) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no oneDNN quantized engine in this LibTorch";
+  at::manual_seed(5);
+  const at::Tensor w = at::randn({40, 64}) * 0.1;
+  const at::Tensor b = at::zeros({40});
+  const Int8Linear linear(w, b);
+  at::Tensor x = at::randn({16, 64});
+  x[5].mul_(1000);
+  const at::Tensor want = at::linear(x, w, b);
+  const at::Tensor rel = (linear.Forward(x) - want).abs().amax(1) / want.abs().amax(1);
+  std::printf("int8 linear, one row 1000x the others: worst row's relative error %.3g\n",
+              rel.max().item<double>());
   EXPECT_LE(rel.max().item<double>(), 0.05) << rel;
 }
 
