@@ -3,14 +3,15 @@
 else, weights stored in half precision, and the null threshold chosen on dev.
 
     tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
-                        [--default_precision fp32|bf16|int8]
+                        [--default_precision fp32|bf16|int8|bf16,int8...]
 
 Copies config.json (with `null_threshold` set when given: the value `longqa eval
 --calibrate_null` printed on a dev split), the tokenizer file config.json names, and
 model.safetensors with every floating-point tensor cast to --dtype (default f16: half the bytes;
 the server computes in fp32 unless told otherwise, docs/model-format.md). --default_precision sets
-the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively: give
-it only after bench/precision_answers.sh measured that precision's answers against fp32 on dev.
+the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively (a list
+in order of preference: the first the device runs natively): give it only after
+bench/precision_answers.sh measured each precision's answers against fp32 on dev.
 Optimizer moments, trainer state and logs stay behind.
 
 Python here is a tool, never the server. Needs torch and safetensors.
@@ -28,13 +29,22 @@ from safetensors.torch import load_file, save_file
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
+def precision_list(text):
+    """--default_precision: one precision or a comma-separated list of them (config.cc checks)."""
+    if not all(name in ("fp32", "bf16", "int8") for name in text.split(",")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: each of the list must be fp32, bf16 or int8 (e.g. bf16,int8)")
+    return text
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint")
     parser.add_argument("out")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="f16")
     parser.add_argument("--null_threshold", type=float)
-    parser.add_argument("--default_precision", choices=["fp32", "bf16", "int8"])
+    parser.add_argument("--default_precision", type=precision_list,
+                        help="fp32, bf16, int8, or a list in order of preference (bf16,int8)")
     args = parser.parse_args(argv)
 
     with open(os.path.join(args.checkpoint, "config.json")) as f:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/json_number.h"
 #include "base/status_macros.h"
 #include "model/format/weights.h"
@@ -139,9 +140,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
-  if (c.default_precision != "fp32" && c.default_precision != "bf16" &&
-      c.default_precision != "int8") {
-    return bad("default_precision", "must be \"fp32\", \"bf16\" or \"int8\"");
+  for (const absl::string_view name : absl::StrSplit(c.default_precision, ',')) {
+    if (name != "fp32" && name != "bf16" && name != "int8") {
+      return bad("default_precision",
+                 "must be \"fp32\", \"bf16\" or \"int8\", or a list of them in order of "
+                 "preference (\"bf16,int8\")");
+    }
   }
   if (c.qa_format == QaFormat::kSquad &&
       (c.architecture != Architecture::kClusterFormer ||

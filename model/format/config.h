@@ -93,7 +93,8 @@ struct ModelConfig {
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.
   double null_threshold = 0.0;
   // The precision the server's --precision=auto serves in where the device runs it natively
-  // ("fp32", "bf16" or "int8"; model/precision_choice.h). Set when a model is shipped, only after
+  // ("fp32", "bf16" or "int8", or a list in order of preference such as "bf16,int8";
+  // model/precision_choice.h). Set when a model is shipped, only after
   // its answers at that precision were measured against fp32 on its dev set
   // (bench/precision_answers.sh).
   std::string default_precision = "fp32";

@@ -88,13 +88,19 @@ def cpu_has_bf16():
 
 
 def test_default_precision_is_what_the_server_serves_in_unless_told(tmp_path):
-    fp32_dir, shipped_dir = import_and_ship(tmp_path, 6, "--default_precision=bf16")
-    assert json.loads((shipped_dir / "config.json").read_text())["default_precision"] == "bf16"
+    # A list in order of preference (models/demo's): bf16 where the CPU has it, else int8.
+    fp32_dir, shipped_dir = import_and_ship(tmp_path, 6, "--default_precision=bf16,int8")
+    assert json.loads((shipped_dir / "config.json").read_text())["default_precision"] == "bf16,int8"
     # Unset in a folder (here the importer's): fp32.
     assert "default_precision" not in json.loads((fp32_dir / "config.json").read_text())
+    # A name that is no precision is refused before anything is written.
+    refused = subprocess.run([sys.executable, SHIP, str(fp32_dir), str(tmp_path / "bad"),
+                              "--default_precision=bf16,fp16"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "fp16" in refused.stderr, refused.stderr
+    assert not (tmp_path / "bad").exists()
 
-    expected = "bf16" if cpu_has_bf16() else "fp32"
-    cases = [(shipped_dir, (), expected, "(auto: the model's default_precision bf16"),
+    expected = "bf16" if cpu_has_bf16() else "int8"
+    cases = [(shipped_dir, (), expected, "(auto: the model's default_precision bf16,int8"),
              (shipped_dir, ("--precision=fp32",), "fp32", "(--precision)"),
              (fp32_dir, (), "fp32", "(auto: the model's default_precision fp32)")]
     for folder, flags, precision, reason in cases:

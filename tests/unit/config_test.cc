@@ -28,7 +28,7 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->null_threshold, 0.0);
   EXPECT_EQ(parsed->default_precision, "fp32");
   c.null_threshold = -1.25;
-  c.default_precision = "bf16";
+  c.default_precision = "bf16,int8";  // a list in order of preference
   c.tokenizer = "tokenizer.json";
   c.untrained_heads = {"long_answer", "answer_type"};
   parsed = ParseModelConfig(ModelConfigToJson(c));
@@ -36,7 +36,7 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->tokenizer, "tokenizer.json");
   EXPECT_EQ(parsed->untrained_heads, c.untrained_heads);
   EXPECT_EQ(parsed->null_threshold, -1.25);
-  EXPECT_EQ(parsed->default_precision, "bf16");
+  EXPECT_EQ(parsed->default_precision, "bf16,int8");
 }
 
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
@@ -97,6 +97,8 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"null_threshold", "high"},
       {"answer_type_pooling", "attention"},
       {"default_precision", "fp16"},
+      {"default_precision", "bf16,fp16"},
+      {"default_precision", "bf16,"},
       // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
       {"hidden_size", 4.4e30},
       {"hidden_size", 16.0},

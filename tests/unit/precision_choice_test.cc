@@ -34,5 +34,25 @@ TEST(PrecisionChoiceTest, Int8OnlyOnACpuWhoseLibTorchHasIt) {
   EXPECT_EQ(ChoosePrecision("int8", false, "avx2", false).precision, Precision::kFp32);
 }
 
+// A list is tried in order: the first precision the device runs natively, else fp32.
+TEST(PrecisionChoiceTest, AListIsTriedInOrder) {
+  EXPECT_EQ(ChoosePrecision("bf16,int8", false, "amx_bf16", true).precision, Precision::kBf16);
+  EXPECT_EQ(ChoosePrecision("bf16,int8", true, "avx2", true).precision, Precision::kBf16);
+  const PrecisionChoice avx2 = ChoosePrecision("bf16,int8", false, "avx2", true);
+  EXPECT_EQ(avx2.precision, Precision::kInt8);
+  EXPECT_EQ(avx2.reason,
+            "the model's default_precision bf16,int8: int8 on this CPU (avx2) (passed over: no "
+            "bf16 instructions)");
+  const PrecisionChoice neither = ChoosePrecision("bf16,int8", false, "avx2", false);
+  EXPECT_EQ(neither.precision, Precision::kFp32);
+  EXPECT_NE(neither.reason.find("no bf16 instructions; this LibTorch has no int8"),
+            std::string::npos)
+      << neither.reason;
+  EXPECT_EQ(ChoosePrecision("int8,bf16", false, "avx512_bf16", true).precision, Precision::kInt8);
+  // fp32 in the list ends it: what follows is never chosen.
+  EXPECT_EQ(ChoosePrecision("fp32,int8", false, "avx2", true).precision, Precision::kFp32);
+  EXPECT_EQ(ChoosePrecision("bf16,fp32,int8", false, "avx2", true).precision, Precision::kFp32);
+}
+
 }  // namespace
 }  // namespace longqa
