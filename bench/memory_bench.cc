@@ -7,6 +7,7 @@
 // (tests/integration/memory_estimate_test.sh does): the peak is the process's.
 //
 // Usage: longqa-memory-bench --model_dir=DIR --text=FILE --bytes=N [--threads=2]
+//                            [--precision=fp32|bf16|int8|auto]   (auto: the server's default)
 #include <c10/core/Allocator.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <utility>
 
 #include "model/compute_info.h"
+#include "model/encoders/precision.h"
 #include "model/engine.h"
 
 namespace {
@@ -45,7 +47,8 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
 // LibTorch's CPU allocator wrapped: counts the bytes of the blocks it hands out while they live,
 // and their peak. Its blocks' context is their data pointer, as LibTorch's raw_allocate requires,
 // so the sizes and LibTorch's own blocks are kept in a map. Blocks allocated before it was
-// installed are freed by their own deleters and not counted. One instance a process.
+// installed are freed by their own deleters (or, asked of this one, by the inner allocator's) and
+// not counted. One instance a process.
 class TensorBytesTracker final : public c10::Allocator {
  public:
   explicit TensorBytesTracker(c10::Allocator* inner) : inner_(inner) { instance_ = this; }
@@ -74,6 +77,12 @@ class TensorBytesTracker final : public c10::Allocator {
     const TensorBytesTracker& self = *instance_;
     std::lock_guard<std::mutex> lock(self.mutex_);
     const auto it = self.blocks_.find(data);
+    if (it == self.blocks_.end()) {
+      // A block from before the wrapper whose owner frees it through the current allocator's
+      // raw deleter (int8's packed weights do): it was the inner allocator's.
+      self.inner_->raw_deleter()(data);
+      return;
+    }
     self.live_ -= static_cast<int64_t>(it->second.second);
     self.blocks_.erase(it);  // LibTorch's own block freed here
   }
@@ -95,6 +104,12 @@ int main(int argc, char** argv) {
   const int64_t bytes = std::stoll(Flag(argc, argv, "bytes", "100000"));
   longqa::EngineOptions options;
   options.threads = std::stoi(Flag(argc, argv, "threads", "2"));
+  const std::string precision = Flag(argc, argv, "precision", "fp32");
+  options.precision = longqa::ParsePrecision(precision);
+  if (!options.precision && precision != "auto") {
+    std::fprintf(stderr, "--precision must be fp32, bf16, int8 or auto\n");
+    return 1;
+  }
   auto engine = longqa::Engine::LoadFromDir(model_dir, options);
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());

@@ -102,7 +102,7 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device), precision_(precision) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
   model_ = std::make_unique<QaModel>(config_, weights_, precision);
-  row_blocks_ = RunsInRowBlocks(precision, device);
+  row_blocks_ = RunsInRowBlocks(device);
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,

@@ -104,8 +104,7 @@ int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) 
   const int64_t longs = std::max<int64_t>(1, r.document_tokens);
   const int64_t block = c.etc.radius + 1;
   const int64_t padded = (longs + block - 1) / block * block;
-  // Row blocks mean a CPU (the GPU's larger chunk counted otherwise: int8 on a CPU is
-  // over-counted).
+  // Row blocks mean a CPU (the GPU's larger chunk counted otherwise).
   const int64_t chunk = std::min(EtcInferenceChunkScores(row_blocks),
                                  std::max(longs * c.num_heads * (globals + 3 * block),
                                           globals * c.num_heads * (globals + longs)));

@@ -19,7 +19,7 @@ struct RequestShape {
 };
 
 // Bytes. `row_blocks`: the layers run their inference path in row blocks (RunsInRowBlocks in
-// model/encoders/transformer_layer.h: fp32 and bf16 on the CPU), which bounds the FFN's tensors
+// model/encoders/transformer_layer.h: on the CPU), which bounds the FFN's tensors
 // and a sliding-window layer's groups by kInferenceChunkRows.
 int64_t EstimateActivationBytes(const ModelConfig& config, const RequestShape& shape,
                                 bool row_blocks);

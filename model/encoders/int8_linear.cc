@@ -159,8 +159,8 @@ at::Tensor Int8Linear::Forward(const at::Tensor& x) const {
   const int64_t m = rows.size(0);
   // Each row (token) brought to [0, 1] by its own minimum and range, so that the engine's
   // per-tensor quantisation (range [0, 1]: zero point 0, no clipping) gives every row its own
-  // grid: one outsized token (BERT's [SEP] and [CLS] rows run 10-100x the others) no longer
-  // coarsens the grid of the whole block (int8_linear.h).
+  // grid: the widest rows (2-9x the median row's range in models/demo's layers) no longer
+  // coarsen the grid of the whole block (int8_linear.h).
   at::Tensor unit = at::empty_like(rows);
   at::Tensor lo = at::empty({m}, rows.options()), range = at::empty({m}, rows.options());
   const bool avx2 = RowPassesUseAvx2();

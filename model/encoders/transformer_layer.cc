@@ -87,7 +87,7 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   k_ = own.Rows(d, d);
   v_ = own.Rows(2 * d, d);
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
-  row_blocks_ = RunsInRowBlocks(precision, q_w_.device());
+  row_blocks_ = RunsInRowBlocks(q_w_.device());
 }
 
 bool TransformerLayer::InferencePath() const {

@@ -36,17 +36,16 @@ inline constexpr int64_t kLayerScoreBudget = int64_t{32} << 20;
 // Within a group, the inference path's attention runs chunks of sequence-heads whose scores hold
 // about this many elements (7 MiB in fp32: a few 276-token windows' heads), to stay in cache.
 inline constexpr int64_t kAttentionChunkScores = int64_t{2} << 20;
-// On the CPU, the fp32 and bf16 inference path runs a layer about this many rows at a time (whole
-// windows of a sliding-window layer; row blocks of Finish for the others), so that a block's GEMM
-// outputs are still in cache for the elementwise passes after them (bias, GELU, residual add,
-// LayerNorm, casts). Measured at d 768, 8k tokens, bf16 on AMX: 3,150-3,800 tokens/s with whole
-// layers, 3,850-4,300 with blocks of 1,104-2,208 rows (fp32: within noise). int8 keeps whole
-// calls: its activation ranges are per call, and its answers were measured that way.
+// On the CPU, the inference path runs a layer about this many rows at a time (whole windows of a
+// sliding-window layer; row blocks of Finish for the others), so that a block's GEMM outputs are
+// still in cache for the elementwise passes after them (bias, GELU, residual add, LayerNorm,
+// casts), and a layer's temporaries do not grow with the document. Measured at d 768, 8k tokens,
+// bf16 on AMX: 3,150-3,800 tokens/s with whole layers, 3,850-4,300 with blocks of 1,104-2,208
+// rows (fp32: within noise). int8 too since its activations are quantised row by row (a block's
+// rows are rounded as they would be in any other call).
 inline constexpr int64_t kInferenceChunkRows = 1536;
-// Whether layers of this precision on this device run their inference path in those row blocks.
-inline bool RunsInRowBlocks(Precision precision, const at::Device& device) {
-  return precision != Precision::kInt8 && device.is_cpu();
-}
+// Whether layers on this device run their inference path in those row blocks (in every precision).
+inline bool RunsInRowBlocks(const at::Device& device) { return device.is_cpu(); }
 
 class TransformerLayer {
  public:

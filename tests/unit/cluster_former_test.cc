@@ -247,5 +247,32 @@ TEST(ClusterFormerTest, Int8LayersStayCloseToFp32) {
   EXPECT_GE(cosine, 0.999);
 }
 
+// int8 rounds each activation row on its own grid (int8_linear.h) and runs in row blocks like the
+// other precisions: a request's states do not depend on what shares its batch or its row blocks.
+// The same request alone and after a larger one (more than a row block of rows together, whose
+// rows would widen a range shared by the call): equal up to float summation order. fp32 first, to
+// show the comparison itself is sound.
+TEST(ClusterFormerTest, Int8StatesOfARequestDoNotDependOnItsBatch) {
+  const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64, /*num_heads=*/4,
+                                            /*intermediate_size=*/128, "SCSS", 16, 12, 4, 40);
+  const TensorMap w = RandomWeights(c, 23);
+  const WindowInput a = RandomInput(5, 300, 120, 31), b = RandomInput(5, 1900, 120, 32);
+  const WindowPlan alone = PlanWindows({a}, c.window_tokens, c.stride_tokens, c.special.pad);
+  const WindowPlan together = PlanWindows({b, a}, c.window_tokens, c.stride_tokens, c.special.pad);
+  ASSERT_GT(together.num_rows, kInferenceChunkRows);
+  const int64_t begin = together.rows_begin[1], rows = together.rows_begin[2] - begin;
+  ASSERT_EQ(rows, alone.num_rows);
+  at::InferenceMode guard;
+  for (const Precision precision : {Precision::kFp32, Precision::kInt8}) {
+    const ClusterFormerEncoder encoder(c, w, precision);
+    const at::Tensor solo = encoder.Forward(alone, at::kCPU);
+    const at::Tensor batched = encoder.Forward(together, at::kCPU).narrow(0, begin, rows);
+    const double diff = (solo - batched).abs().max().item<double>();
+    std::printf("%s: a request alone against in a batch: max |difference| %.3g\n",
+                PrecisionName(precision), diff);
+    EXPECT_LE(diff, 1e-5 * solo.abs().max().item<double>()) << PrecisionName(precision);
+  }
+}
+
 }  // namespace
 }  // namespace longqa

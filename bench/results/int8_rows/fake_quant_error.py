@@ -5,8 +5,9 @@ The model's windows as the server builds them (a question, 256 context tokens, s
 the first 8 examples of the 2k-8k-token dev set (bench/precision_answers.sh makes it), run through
 a plain PyTorch BERT (MiniLM dims) with every Linear layer's weight rounded to s8 per output row
 and its input to u8 (8 bits, or 7 as on CPUs without VNNI) either with one range for the whole
-input or one per row, against the same model in fp32. Prints the final states' relative error,
-the span logits' error and how often each window's best start and end stay the same.
+input or one per row, against the same model in fp32. Prints how much wider the widest input row
+of each Linear layer is than the median row, then the final states' relative error, the span
+logits' error and how often each window's best start and end stay the same.
 Usage (repository root): .venv/bin/python bench/results/int8_rows/fake_quant_error.py
 """
 import json
@@ -59,10 +60,16 @@ def fake_s8_rows(w):
     return torch.round(w / scale).clamp(-127, 127) * scale
 
 
+ROW_RANGES = {}  # layer kind: [widest row's range / median row's range, a layer each] (fp32 run)
+
+
 def forward(mode):
     """mode: None (fp32) or (bits, per_row, set of layer kinds kept fp32)."""
     def linear(x, p, kind):
         w, b = W[p + ".weight"], W[p + ".bias"]
+        if mode is None:
+            r = (x.amax(-1) - x.amin(-1))[mask.bool()]
+            ROW_RANGES.setdefault(kind, []).append((r.max() / r.median()).item())
         if mode is None or kind in mode[2]:
             return x @ w.t() + b
         return fake_u8(x, mode[0], mode[1]) @ fake_s8_rows(w).t() + b
@@ -88,6 +95,10 @@ def forward(mode):
 ref_x, ref_span = forward(None)
 valid = mask.bool()
 print(f"{len(windows)} windows of up to {L} tokens")
+for kind, ratios in ROW_RANGES.items():  # q, k and v read the same input: one of the three
+    ratios = ratios[::3] if kind == "qkv" else ratios
+    print(f"inputs of {kind:4s}: widest row's range / median row's, layers 0-5: "
+          + " ".join(f"{r:.1f}" for r in ratios))
 for bits in (8, 7):
     for per_row in (False, True):
         for kept in ((), ("ffn2",)):
