@@ -8,6 +8,8 @@
 #include <random>
 
 #include "model/encoders/etc_encoder.h"
+#include "model/encoders/int8_linear.h"
+#include "model/encoders/precision.h"
 #include "model/engine.h"
 #include "tests/unit/reference_layers.h"
 #include "tests/unit/test_model.h"
@@ -211,6 +213,46 @@ TEST(EtcTest, InferenceRowBlocksMatchTheTrainablePath) {
     }
     EXPECT_LE((inference.long_states - trainable.long_states).abs().max().item<double>(), 1e-4);
     EXPECT_LE((inference.global_states - trainable.global_states).abs().max().item<double>(), 1e-4);
+  }
+}
+
+// int8 (each layer's output and FFN through Int8Linear, a grid for each activation row): a
+// request's states are the same alone as after a larger request, with more long rows together
+// than a row block (Finish runs in row blocks), and near fp32's (a sanity bound on what two
+// quantised layers cost here; printed). fp32 first, to show the comparison itself is sound.
+TEST(EtcTest, Int8StatesAreNearFp32AndDoNotDependOnTheBatch) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no oneDNN quantized engine in this LibTorch";
+  const ModelConfig c = EtcConfig(2, 4, 3, true, false);
+  const TensorMap w = SpreadWeights(c, 29);
+  const EtcInput a = RandomEtcInput(c, 3, {300, 200}, 41), b = RandomEtcInput(c, 5, {900, 700}, 42);
+  ASSERT_GT(static_cast<int64_t>(a.long_ids.size() + b.long_ids.size()), kInferenceChunkRows);
+  const at::AutoGradMode grad(false);
+  at::Tensor fp32_long;
+  for (const Precision precision : {Precision::kFp32, Precision::kInt8}) {
+    const EtcEncoder encoder(c, w, kEtcScoreBudget, precision);
+    const EtcOutput solo = encoder.Forward({a}, at::kCPU);
+    const EtcOutput batched = encoder.Forward({b, a}, at::kCPU);
+    const at::Tensor long_states = batched.long_states.narrow(
+        0, batched.long_begin[1], batched.long_begin[2] - batched.long_begin[1]);
+    const at::Tensor global_states = batched.global_states.narrow(
+        0, batched.global_begin[1], batched.global_begin[2] - batched.global_begin[1]);
+    const double long_diff = (solo.long_states - long_states).abs().max().item<double>();
+    const double global_diff = (solo.global_states - global_states).abs().max().item<double>();
+    std::printf("%s: a request alone against in a batch: max |difference| %.3g long, %.3g global\n",
+                PrecisionName(precision), long_diff, global_diff);
+    EXPECT_LE(long_diff, 1e-5 * solo.long_states.abs().max().item<double>());
+    EXPECT_LE(global_diff, 1e-5 * solo.global_states.abs().max().item<double>());
+    if (precision == Precision::kFp32) {
+      fp32_long = solo.long_states;
+      continue;
+    }
+    const double diff = (solo.long_states - fp32_long).abs().max().item<double>();
+    const double cosine =
+        at::cosine_similarity(solo.long_states, fp32_long, 1).min().item<double>();
+    std::printf("int8 against fp32: max |difference| %.3g (states up to %.3g), min cosine %.5f\n",
+                diff, fp32_long.abs().max().item<double>(), cosine);
+    EXPECT_GT(diff, 0);  // it did run in int8
+    EXPECT_GE(cosine, 0.99);
   }
 }
 
