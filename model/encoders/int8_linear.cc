@@ -12,6 +12,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "model/encoders/fused_cpu_attention_avx2.h"
+
 namespace longqa {
 namespace {
 
@@ -92,8 +94,8 @@ void FinishRowPlain(float* y, int64_t n, float lo, float range, const float* row
 std::atomic<bool> plain_row_passes_for_testing{false};
 
 bool RowPassesUseAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has && !plain_row_passes_for_testing.load(std::memory_order_relaxed);
+  // The AVX2 + FMA check the fused window attention's AVX2 form already makes.
+  return Avx2AttentionAvailable() && !plain_row_passes_for_testing.load(std::memory_order_relaxed);
 }
 
 // Rows per task of the row passes: a few hundred KiB of floats.
@@ -155,7 +157,7 @@ at::Tensor Int8Linear::dequantized_weight() const {
 at::Tensor Int8Linear::Forward(const at::Tensor& x) const {
   const int64_t in = x.size(-1);
   std::vector<int64_t> shape = x.sizes().vec();
-  const at::Tensor rows = x.reshape({-1, in}).to(at::kFloat).contiguous();
+  const at::Tensor rows = x.reshape({-1, in}).contiguous();
   const int64_t m = rows.size(0);
   // Each row (token) brought to [0, 1] by its own minimum and range, so that the engine's
   // per-tensor quantisation (range [0, 1]: zero point 0, no clipping) gives every row its own
