@@ -6,8 +6,11 @@
 // same code, docs/perf/README.md). Run it once per size in a fresh process
 // (tests/integration/memory_estimate_test.sh does): the peak is the process's.
 //
-// Usage: longqa-memory-bench --model_dir=DIR --text=FILE --bytes=N [--threads=2]
+// Usage: longqa-memory-bench --model_dir=DIR --text=FILE (--bytes=N | --tokens=N) [--threads=2]
 //                            [--precision=fp32|bf16|int8|auto]   (auto: the server's default)
+// --bytes repeats the whole file until the text has N bytes; --tokens repeats its paragraphs
+// until the model's tokenizer makes at least N document tokens (sizes in tokens whatever the
+// tokenizer: the memory target is stated from 4k to 32k tokens).
 #include <c10/core/Allocator.h>
 
 #include <algorithm>
@@ -19,12 +22,46 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "model/compute_info.h"
 #include "model/encoders/precision.h"
 #include "model/engine.h"
 
 namespace {
+
+constexpr char kQuestion[] = "What is the name of the river?";
+
+int64_t DocumentTokens(const longqa::Engine& engine, const std::string& text) {
+  longqa::QaRequest request;
+  request.question = kQuestion;
+  request.text = text;
+  auto prepared = engine.Prepare(std::move(request));
+  return prepared.ok() ? static_cast<int64_t>(prepared->document.ids.size()) : -1;
+}
+
+// The file's paragraphs (blank-line separated) in order, repeated until the document has at
+// least `tokens` tokens: a first guess from the whole file's bytes a token, then more paragraphs
+// while it falls short.
+std::string TextOfTokens(const longqa::Engine& engine, const std::string& unit, int64_t tokens) {
+  std::vector<std::string> paragraphs;
+  for (size_t begin = 0; begin < unit.size();) {
+    size_t end = unit.find("\n\n", begin);
+    if (end == std::string::npos) end = unit.size();
+    if (end > begin) paragraphs.push_back(unit.substr(begin, end - begin));
+    begin = end + 2;
+  }
+  const int64_t unit_tokens = std::max<int64_t>(1, DocumentTokens(engine, unit));
+  size_t wanted = static_cast<size_t>(tokens * static_cast<int64_t>(unit.size()) / unit_tokens);
+  std::string text;
+  for (size_t next = 0;;) {
+    while (text.size() < wanted) text += paragraphs[next++ % paragraphs.size()] + "\n\n";
+    const int64_t have = DocumentTokens(engine, text);
+    if (have < 0 || have >= tokens) return text;
+    wanted = text.size() + 1 +
+             static_cast<size_t>((tokens - have) * static_cast<int64_t>(unit.size()) / unit_tokens);
+  }
+}
 
 // A /proc/self/status field in bytes ("VmRSS", "VmHWM").
 int64_t StatusBytes(const std::string& field) {
@@ -102,6 +139,7 @@ int main(int argc, char** argv) {
   const std::string model_dir = Flag(argc, argv, "model_dir", "");
   const std::string text_file = Flag(argc, argv, "text", "");
   const int64_t bytes = std::stoll(Flag(argc, argv, "bytes", "100000"));
+  const int64_t tokens = std::stoll(Flag(argc, argv, "tokens", "0"));
   longqa::EngineOptions options;
   options.threads = std::stoi(Flag(argc, argv, "threads", "2"));
   const std::string precision = Flag(argc, argv, "precision", "fp32");
@@ -131,8 +169,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   longqa::QaRequest request;
-  request.question = "What is the name of the river?";
-  while (static_cast<int64_t>(request.text.size()) < bytes) request.text += unit + "\n\n";
+  request.question = kQuestion;
+  if (tokens > 0) {
+    request.text = TextOfTokens(**engine, unit, tokens);
+  } else {
+    while (static_cast<int64_t>(request.text.size()) < bytes) request.text += unit + "\n\n";
+  }
   auto prepared = (*engine)->Prepare(std::move(request));
   if (!prepared.ok()) {
     std::fprintf(stderr, "%s\n", std::string(prepared.status().message()).c_str());

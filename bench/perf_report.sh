@@ -11,9 +11,9 @@
 #             windows, 8k-token documents (bench/peers/qa_pipeline_bench.py)
 #   server    requests/s, p50/p99 at 1, 4, 16, 64 clients, batching on and off, documents of 300
 #             and 1,750 words (~8k tokens) (bench/server_bench.sh)
-#   memory    peak resident memory a request adds against document length, models/demo
-#             (Cluster-Former, MiniLM dims) and models/scratch_etc (longqa-memory-bench, a fresh
-#             process a size)
+#   memory    peak resident memory a request adds against document length, 4k to 32k tokens,
+#             models/demo (sliding-window, MiniLM dims) and models/scratch_etc (ETC)
+#             (longqa-memory-bench --tokens, a fresh process a size)
 # Raw outputs go to OUT/logs; bench/perf_tables.py makes the tables and plots from them. Run it
 # alone on the machine: the figures are ratios within one run. About 40 minutes on 2 cores.
 # Usage: bench/perf_report.sh [BUILD] [OUT]   (default build, docs/perf)
@@ -83,11 +83,11 @@ if has server; then
 fi
 if has memory; then
   : > "$LOGS/memory.txt"
-  # ~3 bytes a MiniLM token in sample.txt: 4k to 32k tokens for models/demo.
+  # The range, 4k to 32k tokens, whatever each model's tokenizer makes of the bytes.
   for model in "$ROOT/models/demo" "$ROOT/models/scratch_etc"; do
-    for bytes in 12000 24000 48000 96000; do
+    for tokens in 4096 8192 16384 32768; do
       "$BUILD/bench/longqa-memory-bench" --model_dir="$model" --threads="$THREADS" \
-        --text="$ROOT/models/scratch_etc/sample.txt" --bytes="$bytes" 2>/dev/null \
+        --text="$ROOT/models/scratch_etc/sample.txt" --tokens="$tokens" 2>/dev/null \
         | sed "s|^$ROOT/||" | tee -a "$LOGS/memory.txt"  # the log names models/..., not this path
     done
   done

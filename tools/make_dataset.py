@@ -14,8 +14,13 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
+                             [--min_cities 3]
 --kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
 (default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
+--min_cities: at least this many cities a document, each with a paragraph stating its country (a
+document has max(3, facts / 4)). A two-hop answer is one of those paragraphs, so a model that
+only knows "the answer is a city's paragraph" is right 1 time in that many: short documents with
+many cities make a two-hop drill that chance does not pass (docs/demo-model.md, session 29).
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
 import argparse
@@ -197,13 +202,14 @@ KINDS = ("one_hop", "two_hop", "yes_no", "unanswerable")
 DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
 
 
-def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(","))):
+def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(",")),
+                 min_cities=3):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
     syllables = HELDOUT_SYLLABLES if test_split else SYLLABLES
     world = World(rng, syllables, people=max(3, facts_wanted // 3),
-                  cities=max(3, facts_wanted // 4), countries=max(2, facts_wanted // 10),
+                  cities=max(min_cities, facts_wanted // 4), countries=max(2, facts_wanted // 10),
                   orgs=max(2, facts_wanted // 6))
     facts = fact_paragraphs(rng, world)
     paragraphs = [(t, a) for t, a in facts]
@@ -286,11 +292,15 @@ def main():
     parser.add_argument("--max_tokens", type=int, default=16000)
     parser.add_argument("--kinds", default=DEFAULT_KINDS,
                         help="question kinds drawn from; a repeated kind is drawn more often")
+    parser.add_argument("--min_cities", type=int, default=3,
+                        help="at least this many cities (and country paragraphs) a document")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         parser.error(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})")
+    if args.min_cities < 1:
+        parser.error("--min_cities: at least 1")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "corpus.txt"), "w") as corpus:
         for split_index, (split, count) in enumerate(
@@ -300,7 +310,8 @@ def main():
             with open(os.path.join(args.out, f"{split}.jsonl"), "w") as out:
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
-                    example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds)
+                    example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds,
+                                           args.min_cities)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

@@ -29,4 +29,12 @@ for model in "$src/models/scratch_etc" "$work/cf" "$work/nki"; do
     awk -v r="$ratio" 'BEGIN { exit !(r >= 0.7 && r <= 2.0) }' || { echo "  ratio out of [0.7, 2.0]"; fail=1; }
   done
 done
+# --tokens: the file's paragraphs repeated until the document has that many tokens (the bench's
+# sizes in tokens, bench/perf_report.sh's memory part): at least 4,096, at most a paragraph more.
+line=$("$bench" --model_dir="$src/models/scratch_etc" --text="$src/models/scratch_etc/sample.txt" \
+  --tokens=4096 --threads=2 2>/dev/null)
+echo "$line"
+tokens=$(awk '{ for (i = 1; i < NF; i++) if ($i == "tokens") print $(i + 1) }' <<< "$line")
+[ -n "$tokens" ] && [ "$tokens" -ge 4096 ] && [ "$tokens" -le 4300 ] ||
+  { echo "  --tokens=4096 made a document of ${tokens:-no} tokens"; fail=1; }
 exit "$fail"

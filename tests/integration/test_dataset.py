@@ -85,3 +85,24 @@ def test_kinds_restricts_and_weights_the_questions(tmp_path):
     bad = subprocess.run([sys.executable, TOOL, "--out", str(tmp_path / "c"), "--kinds", "three_hop"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown three_hop" in bad.stderr
+
+
+def test_min_cities_puts_many_country_paragraphs_in_short_documents(tmp_path):
+    def city_paragraph_counts(out, *flags):
+        subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "5", "--train", "20",
+                        "--dev", "0", "--test", "0", "--min_tokens", "220", "--max_tokens", "600",
+                        "--kinds", "two_hop", *flags], check=True)
+        counts = []
+        for line in open(out / "train.jsonl"):
+            e = json.loads(line)
+            city = [p for p in e["paragraphs"] if " city in " in p or " towns of " in p]
+            la = e["long_answer"]
+            gold = "\n\n".join(e["paragraphs"]).encode()[la["start_byte"]:la["end_byte"]].decode()
+            assert gold in city  # the answer is still one of them
+            counts.append(len(city))
+        return counts
+    assert set(city_paragraph_counts(tmp_path / "a")) == {3}  # the default: chance 1 in 3
+    assert min(city_paragraph_counts(tmp_path / "b", "--min_cities", "12")) >= 12
+    bad = subprocess.run([sys.executable, TOOL, "--out", str(tmp_path / "c"), "--min_cities", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--min_cities" in bad.stderr
