@@ -51,6 +51,7 @@ std::string TextOfTokens(const longqa::Engine& engine, const std::string& unit, 
     if (end > begin) paragraphs.push_back(unit.substr(begin, end - begin));
     begin = end + 2;
   }
+  if (paragraphs.empty()) paragraphs.push_back(unit);  // a file of blank lines only
   const int64_t unit_tokens = std::max<int64_t>(1, DocumentTokens(engine, unit));
   size_t wanted = static_cast<size_t>(tokens * static_cast<int64_t>(unit.size()) / unit_tokens);
   std::string text;
