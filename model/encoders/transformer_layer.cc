@@ -173,14 +173,19 @@ at::Tensor TransformerLayer::ForwardGroup(const at::Tensor& x, const at::Tensor&
 
 at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
                                                    const at::Tensor& valid) const {
+  // The attention's Q/K/V and copies are let go before Finish allocates the FFN's (peak memory
+  // a token, issue 22: they were alive through Finish).
+  return FinishInference(x, AttendGroupInference(x, valid));
+}
+
+at::Tensor TransformerLayer::AttendGroupInference(const at::Tensor& x,
+                                                  const at::Tensor& valid) const {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t h = num_heads_, dh = d / num_heads_;
   const at::Tensor stacked = qkv_(x).to(attention_dtype_);  // [B, T, 3d]
   // fp32 or bf16 on an AVX-512 CPU: one pass per (window, head), no layout copies
   // (fused_cpu_attention.h).
-  if (FusedWindowAttentionApplies(stacked, h)) {
-    return FinishInference(x, FusedWindowAttention(stacked, valid, h));
-  }
+  if (FusedWindowAttentionApplies(stacked, h)) return FusedWindowAttention(stacked, valid, h);
   // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
   const at::Tensor qkv = stacked.view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});
   const at::Tensor q = qkv[0].reshape({b * h, t, dh});
@@ -206,8 +211,7 @@ at::Tensor TransformerLayer::ForwardGroupInference(const at::Tensor& x,
     at::Tensor out = heads_context.narrow(0, begin, n);  // contiguous: whole leading rows
     Bf16SafeBmmOut(out, SoftmaxLastDim(scores), v.narrow(0, begin, n));
   }
-  const at::Tensor context = heads_context.view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
-  return FinishInference(x, context);
+  return heads_context.view({b, h, t, dh}).transpose(1, 2).reshape({b, t, d});
 }
 
 at::Tensor TransformerLayer::FinishInference(const at::Tensor& x, const at::Tensor& context,

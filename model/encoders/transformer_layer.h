@@ -101,6 +101,8 @@ class TransformerLayer {
   // the score scale inside the score GEMM, activations updated in place, and the GEMMs in the
   // layer's precision (the residual stream between layers stays fp32).
   at::Tensor ForwardGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
+  // Its attention: the context [B, T, d] (in the attention dtype).
+  at::Tensor AttendGroupInference(const at::Tensor& x, const at::Tensor& valid) const;
   // Into `out` ([rows of x, d], which may be x itself: a row block reads only its own rows) where
   // it runs in row blocks and `out` is given; else into a new tensor.
   at::Tensor FinishInference(const at::Tensor& x, const at::Tensor& context,
