@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/compute_info.h"
+#include "model/document.h"
 #include "model/encoders/precision.h"
 #include "model/engine.h"
 
@@ -40,27 +41,26 @@ int64_t DocumentTokens(const longqa::Engine& engine, const std::string& text) {
   return prepared.ok() ? static_cast<int64_t>(prepared->document.ids.size()) : -1;
 }
 
-// The file's paragraphs (blank-line separated) in order, repeated until the document has at
-// least `tokens` tokens: a first guess from the whole file's bytes a token, then more paragraphs
-// while it falls short.
+// The file's paragraphs (SplitParagraphs: as the server splits plain text) in order, repeated
+// until the document has at least `tokens` tokens: a first guess from the whole file's bytes a
+// token, then more paragraphs while it falls short.
 std::string TextOfTokens(const longqa::Engine& engine, const std::string& unit, int64_t tokens) {
   std::vector<std::string> paragraphs;
-  for (size_t begin = 0; begin < unit.size();) {
-    size_t end = unit.find("\n\n", begin);
-    if (end == std::string::npos) end = unit.size();
-    if (end > begin) paragraphs.push_back(unit.substr(begin, end - begin));
-    begin = end + 2;
+  for (const auto& [begin, end] : longqa::SplitParagraphs(unit)) {
+    paragraphs.push_back(unit.substr(begin, end - begin));
   }
   if (paragraphs.empty()) paragraphs.push_back(unit);  // a file of blank lines only
   const int64_t unit_tokens = std::max<int64_t>(1, DocumentTokens(engine, unit));
-  size_t wanted = static_cast<size_t>(tokens * static_cast<int64_t>(unit.size()) / unit_tokens);
+  auto bytes_for = [&](int64_t n) {  // at the file's bytes a token
+    return static_cast<size_t>(n * static_cast<int64_t>(unit.size()) / unit_tokens);
+  };
+  size_t wanted = bytes_for(tokens);
   std::string text;
   for (size_t next = 0;;) {
     while (text.size() < wanted) text += paragraphs[next++ % paragraphs.size()] + "\n\n";
     const int64_t have = DocumentTokens(engine, text);
     if (have < 0 || have >= tokens) return text;
-    wanted = text.size() + 1 +
-             static_cast<size_t>((tokens - have) * static_cast<int64_t>(unit.size()) / unit_tokens);
+    wanted = text.size() + 1 + bytes_for(tokens - have);
   }
 }
 
