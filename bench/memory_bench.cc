@@ -11,19 +11,16 @@
 // --bytes repeats the whole file until the text has N bytes; --tokens repeats its paragraphs
 // until the model's tokenizer makes at least N document tokens (sizes in tokens whatever the
 // tokenizer: the memory target is stated from 4k to 32k tokens).
-#include <c10/core/Allocator.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "bench/tensor_bytes_tracker.h"
 #include "model/compute_info.h"
 #include "model/document.h"
 #include "model/encoders/precision.h"
@@ -82,57 +79,6 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return fallback;
 }
 
-// LibTorch's CPU allocator wrapped: counts the bytes of the blocks it hands out while they live,
-// and their peak. Its blocks' context is their data pointer, as LibTorch's raw_allocate requires,
-// so the sizes and LibTorch's own blocks are kept in a map. Blocks allocated before it was
-// installed are freed by their own deleters (or, asked of this one, by the inner allocator's) and
-// not counted. One instance a process.
-class TensorBytesTracker final : public c10::Allocator {
- public:
-  explicit TensorBytesTracker(c10::Allocator* inner) : inner_(inner) { instance_ = this; }
-
-  c10::DataPtr allocate(size_t n) const override {
-    c10::DataPtr block = inner_->allocate(n);
-    void* data = block.get();
-    const c10::Device device = block.device();
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_ += static_cast<int64_t>(n);
-    peak_ = std::max(peak_, live_);
-    if (data != nullptr) blocks_.emplace(data, std::make_pair(std::move(block), n));
-    return c10::DataPtr(data, data, &Free, device);
-  }
-
-  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
-
-  int64_t peak() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return peak_;
-  }
-
- private:
-  static void Free(void* data) {
-    if (data == nullptr) return;
-    const TensorBytesTracker& self = *instance_;
-    std::lock_guard<std::mutex> lock(self.mutex_);
-    const auto it = self.blocks_.find(data);
-    if (it == self.blocks_.end()) {
-      // A block from before the wrapper whose owner frees it through the current allocator's
-      // raw deleter (int8's packed weights do): it was the inner allocator's.
-      self.inner_->raw_deleter()(data);
-      return;
-    }
-    self.live_ -= static_cast<int64_t>(it->second.second);
-    self.blocks_.erase(it);  // LibTorch's own block freed here
-  }
-
-  static inline const TensorBytesTracker* instance_ = nullptr;
-  c10::Allocator* inner_;
-  mutable std::mutex mutex_;
-  mutable std::unordered_map<void*, std::pair<c10::DataPtr, size_t>> blocks_;
-  mutable int64_t live_ = 0;
-  mutable int64_t peak_ = 0;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,8 +128,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int64_t estimate = (*engine)->ActivationBytes(*prepared);
-  static TensorBytesTracker tracker(c10::GetAllocator(c10::DeviceType::CPU));
-  c10::SetAllocator(c10::DeviceType::CPU, &tracker, /*priority=*/255);
+  const longqa::TensorBytesTracker& tracker = longqa::TensorBytesTracker::Install();
   std::ofstream("/proc/self/clear_refs") << "5";  // the peak starts again from here
   const int64_t before = StatusBytes("VmRSS");
   const auto answers = (*engine)->Run({&*prepared});
