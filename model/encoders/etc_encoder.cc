@@ -341,7 +341,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
                                t.long_own_lo.narrow(0, b0 * b, rows),
                                t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
     kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
-    const at::Tensor p = SoftmaxLastDim(s);
+    const at::Tensor p = SoftmaxLastDimInPlace(s);  // a new p beside s held twice the chunk
     at::Tensor out = Bf16SafeBmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
     for (int64_t head = 0; head < h; ++head) {
       at::Tensor out_head = out[head].view({blocks, b, dh});

@@ -149,6 +149,20 @@ at::Tensor SoftmaxLastDim(const at::Tensor& scores) {
   return out;
 }
 
+at::Tensor SoftmaxLastDimInPlace(at::Tensor scores) {
+  if (!FastPath(scores)) return scores.copy_(at::softmax(scores, -1));
+  const int64_t n = scores.size(-1);
+  ForEachDtype(scores, [&](auto* data) {
+    at::parallel_for(0, scores.numel() / n, Grain(n), [&](int64_t begin, int64_t end) {
+      std::vector<float> tmp(n + 16);
+      // SoftmaxRow reads a row whole (its maximum, then its exponentials into tmp) before it
+      // writes it, so input and output may be one row.
+      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, data + r * n, n, tmp.data());
+    });
+  });
+  return scores;
+}
+
 at::Tensor GeluInPlace(at::Tensor x) {
   if (!FastPath(x)) {
     // LibTorch 1.13's CPU kernel for bf16 (the AVX2 one, on CPUs without AVX-512) rounds erf to

@@ -23,6 +23,11 @@ bool FusedCpuOpsAvailable();
 // bench/results/fused_cpu_attention/); this form ran at 0.92-0.97x of its speed in two noisy
 // alternating runs. The window layers' attention no longer calls it (fused_cpu_attention.h).
 at::Tensor SoftmaxLastDim(const at::Tensor& scores);
+// The same, written over `scores` and returned: for a caller whose scores are its largest
+// temporary (ETC's long-query chunk: 4 MiB of scores and 4 more of weights, a fixed part of every
+// request's peak, issue 22). Off the fast path, at::softmax's result is copied back (so the
+// memory is as SoftmaxLastDim's there).
+at::Tensor SoftmaxLastDimInPlace(at::Tensor scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.
 at::Tensor GeluInPlace(at::Tensor x);

@@ -47,6 +47,23 @@ TEST(FusedCpuOpsTest, SoftmaxMatchesFp64) {
   }
 }
 
+// In place: the same values as SoftmaxLastDim, bit for bit (the same row code), into the
+// scores' own storage; on either path.
+TEST(FusedCpuOpsTest, SoftmaxInPlaceEqualsSoftmaxIntoANewTensor) {
+  at::manual_seed(4);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const int64_t n : kLengths) {
+      at::Tensor scores = (at::randn({2, 5, n}) * 4).to(dtype);
+      scores[1][3].narrow(0, 0, (n + 1) / 2).fill_(-1e30);
+      const at::Tensor want = SoftmaxLastDim(scores);
+      const void* storage = scores.data_ptr();
+      const at::Tensor got = SoftmaxLastDimInPlace(scores);
+      EXPECT_EQ(got.data_ptr(), storage) << at::toString(dtype) << " n " << n;
+      EXPECT_TRUE(at::equal(scores, want)) << at::toString(dtype) << " n " << n;
+    }
+  }
+}
+
 TEST(FusedCpuOpsTest, SoftmaxOfAStridedTensorIsLibTorchs) {
   const at::Tensor base = at::randn({4, 9, 20});
   const at::Tensor strided = base.transpose(1, 2);
