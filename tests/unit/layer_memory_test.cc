@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <map>
 #include <vector>
 
 #include "bench/tensor_bytes_tracker.h"
