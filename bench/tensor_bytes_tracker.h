@@ -47,14 +47,10 @@ class TensorBytesTracker final : public c10::Allocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
 
-  // The most bytes alive at once since installation or the last ResetPeak.
+  // The most bytes alive at once since installation.
   int64_t peak() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return peak_;
-  }
-  void ResetPeak() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    peak_ = live_;
   }
 
   void StartRecording() {

@@ -123,6 +123,22 @@ void ForEachDtype(const at::Tensor& t, F&& f) {
   }
 }
 
+// The fast path's softmax of each row of `scores` into the same row of `out` (scores' shape and
+// dtype); `out` may be `scores`: SoftmaxRow reads a row whole (its maximum, then its
+// exponentials into tmp) before it writes it.
+at::Tensor SoftmaxRowsInto(const at::Tensor& scores, at::Tensor out) {
+  const int64_t n = scores.size(-1);
+  ForEachDtype(scores, [&](auto* data) {
+    using T = std::remove_pointer_t<decltype(data)>;
+    T* o = out.data_ptr<T>();
+    at::parallel_for(0, scores.numel() / n, Grain(n), [&](int64_t begin, int64_t end) {
+      std::vector<float> tmp(n + 16);
+      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, o + r * n, n, tmp.data());
+    });
+  });
+  return out;
+}
+
 }  // namespace
 
 bool FusedCpuOpsAvailable() {
@@ -135,32 +151,12 @@ bool FusedCpuOpsAvailable() {
 
 at::Tensor SoftmaxLastDim(const at::Tensor& scores) {
   if (!FastPath(scores)) return at::softmax(scores, -1);
-  const int64_t n = scores.size(-1);
-  const int64_t rows = scores.numel() / n;
-  at::Tensor out = at::empty_like(scores);
-  ForEachDtype(scores, [&](auto* data) {
-    using T = std::remove_pointer_t<decltype(data)>;
-    T* o = out.data_ptr<T>();
-    at::parallel_for(0, rows, Grain(n), [&](int64_t begin, int64_t end) {
-      std::vector<float> tmp(n + 16);
-      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, o + r * n, n, tmp.data());
-    });
-  });
-  return out;
+  return SoftmaxRowsInto(scores, at::empty_like(scores));
 }
 
 at::Tensor SoftmaxLastDimInPlace(at::Tensor scores) {
   if (!FastPath(scores)) return scores.copy_(at::softmax(scores, -1));
-  const int64_t n = scores.size(-1);
-  ForEachDtype(scores, [&](auto* data) {
-    at::parallel_for(0, scores.numel() / n, Grain(n), [&](int64_t begin, int64_t end) {
-      std::vector<float> tmp(n + 16);
-      // SoftmaxRow reads a row whole (its maximum, then its exponentials into tmp) before it
-      // writes it, so input and output may be one row.
-      for (int64_t r = begin; r < end; ++r) SoftmaxRow(data + r * n, data + r * n, n, tmp.data());
-    });
-  });
-  return scores;
+  return SoftmaxRowsInto(scores, scores);
 }
 
 at::Tensor GeluInPlace(at::Tensor x) {
