@@ -3,7 +3,9 @@
 # from the tarball of tests/gpu/stage_prebuilt.sh: first gpu_engine_test (a training step on CUDA
 # against the CPU, among others), then the recipe of tools/train_minilm.sh with
 # --device cuda (or, TRAINED=1, INIT_DIR is an already trained folder: only the data is made),
-# then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (TWOHOP=1)
+# then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (DRILL=1) tools/train_minilm_drill.sh
+# (with DRILL=1 and no TRAINED, INIT_DIR itself is drilled: no curriculum, no data but the
+# drill's), then (TWOHOP=1)
 # tools/train_minilm_twohop.sh's two-hop-heavy stages, then (LONG=1)
 # tools/train_minilm_long.sh's s4 stage of 4k-16k-token documents, then (EVAL=1)
 # tools/ship_minilm.sh with the server on the GPU: the null threshold chosen on the 8k-32k-token
@@ -18,8 +20,9 @@
 # folder), stage-eval.tar (EVAL with a run that kept its stage models: each scored on the 2k-8k
 # dev set), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
-#   env STEPS (default 2000), TRAINED, YESNO, TWOHOP, TWOHOP_STEPS (default 1500), SHORT_STEPS
-#   (train_minilm_twohop.sh's), LONG, LONG_STEPS (default 400), EVAL, THREADS (default 8),
+#   env STEPS (default 2000), TRAINED, YESNO, DRILL, DRILL_STEPS (default 4000), TWOHOP,
+#   TWOHOP_STEPS (default 1500), SHORT_STEPS (train_minilm_twohop.sh's), LONG, LONG_STEPS
+#   (default 400), EVAL, THREADS (default 8),
 #   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
 #   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
 #   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
@@ -36,7 +39,7 @@ say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$out/summary.txt"; }
 
 work="$pkg/minilm-train"
 mkdir -p "$work/build/train" "$work/build/server" "$work/build/client"
-if [ -n "${TRAINED:-}" ]; then
+if [ -n "${TRAINED:-}${DRILL:-}" ]; then
   cp -r "$init" "$work/$variant"
 else
   cp -r "$init" "$work/init-$variant"
@@ -65,7 +68,9 @@ later_stage() {  # script, then its arguments
   TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" "$@"
   say "$(basename "$1"): exit $?"
 }
-if [ -z "${TRAINED:-}" ]; then
+if [ -n "${DRILL:-}" ] && [ -z "${TRAINED:-}" ]; then
+  say "drilling $init as it is"
+elif [ -z "${TRAINED:-}" ]; then
   VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
     "$root/tools/train_minilm.sh" "$work"
   say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
@@ -73,13 +78,18 @@ else
   DATA_ONLY=1 "$root/tools/train_minilm.sh" "$work"
   say "train_minilm.sh (data only): exit $?"
 fi
-(cd "$work/data" && md5sum ./*/*.jsonl) > "$work/md5sums.txt"
 final="$work/$variant"
 if [ -n "${YESNO:-}" ] && grep -q "\"step\": ${STEPS:-2000}\b" "$final/trainer_state.json"; then
   later_stage "$root/tools/train_minilm_yesno.sh" "$variant"
   for f in "$work/$variant-yesno" "$work/$variant-yesno-2" "$work/$variant-yesno-1"; do
     [ -s "$f/trainer_state.json" ] && { final="$f"; break; }
   done
+fi
+
+if [ -n "${DRILL:-}" ] && [ -s "$final/model.safetensors" ]; then
+  STEPS="${DRILL_STEPS:-4000}" later_stage "$root/tools/train_minilm_drill.sh" "$(basename "$final")"
+  say "drill dev (last): $(grep -a 'dev  (stage' "$final-drill.log" | tail -1)"
+  [ -s "$final-drill/trainer_state.json" ] && final="$final-drill"
 fi
 
 if [ -n "${TWOHOP:-}" ] && [ -s "$final/model.safetensors" ]; then
@@ -114,6 +124,7 @@ if [ -n "${EVAL:-}" ]; then
   say "ship_minilm.sh: exit $?; $(grep -a '^null threshold\|differ' "$work/ship.log" | tr '\n' ' ')"
   tar -C "$work/shipped" --exclude='*.jsonl' -cf "$out/eval.tar" eval  # not the gold sets
 fi
+(cd "$work/data" && md5sum ./*/*.jsonl) > "$work/md5sums.txt"
 # The logs, whatever happened; then the folder: the shipped one (fp16, calibrated) or the
 # checkpoint in fp16.
 (cd "$work" && tar -cf "$out/logs.tar" ./*.log md5sums.txt)

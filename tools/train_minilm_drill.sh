@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Trains a variant on the two-hop drill: short documents (220-600 target tokens) with at least
+# CITIES cities (default 12), two questions in three two-hop, the rest one-hop (KINDS: another
+# mix, make_dataset.py's --kinds, e.g. with yes_no and unanswerable kept in). Why: with the
+# generator's usual 3 cities a short document's two-hop answer is right 1 time in 3 by picking
+# any city's paragraph (bench/results/minilm_eval/etcseg-twohop-long-gpu/two_hop_chance.txt),
+# which is all the two-hop stages ever taught; with 12 chance is 0.08, so only the second hop (the
+# city named in P's birth paragraph, matched to the paragraph naming its country) passes it.
+# Session 29 drilled 450 steps on the CPU (0.9M document tokens) and stayed at chance; this is the
+# same drill sized for a GPU lease (larger batches, many more examples). Session 31 (H200, from
+# the lift): Cluster-Former learned the second hop (two-hop long right 0.90-0.97 on the drill's
+# dev set after 3,000-4,000 steps), the per-paragraph ETC did not (0.15 after 1,460 steps):
+# docs/demo-model.md.
+# Starts from WORK/<variant> (trained, or a fresh lift: the one-hop questions teach spans too),
+# writes WORK/<variant>-drill; the trainer's dev monitor scores the drill's dev set by kind.
+# Usage: tools/train_minilm_drill.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
+# 4000), EXAMPLES (default 20000), CITIES, KINDS, BATCH_TOKENS (default 4096), MAX_BATCH
+# (default 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS, DEVICE: cpu or cuda,
+# PYTHON, TRAIN_FLAGS)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD:-$ROOT/build}"
+WORK="${WORK:-$BUILD/minilm-train}"
+VARIANT="${1:-etc}"
+CITIES="${CITIES:-12}"
+KINDS="${KINDS:-two_hop,two_hop,one_hop}"
+# One folder a mix: the default keeps the name of session 31's data.
+DATA="$WORK/data/drill-$CITIES$([[ "$KINDS" == two_hop,two_hop,one_hop ]] || echo "-${KINDS//,/-}")"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+[[ -s "$DATA/dev.jsonl" ]] || "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$DATA" --seed 51 \
+  --train "${EXAMPLES:-20000}" --dev 100 --test 0 --min_tokens 220 --max_tokens 600 \
+  --kinds "$KINDS" --min_cities "$CITIES"
+[[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no $WORK/$VARIANT" >&2; exit 1; }
+# shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
+exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
+  --out "$WORK/$VARIANT-drill" --stages "$DATA/train.jsonl" --stage_dev "$DATA/dev.jsonl" \
+  --steps "${STEPS:-4000}" --batch_tokens "${BATCH_TOKENS:-4096}" --max_batch "${MAX_BATCH:-16}" \
+  --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 100000 --centroid_every 100 --memory 20000 \
+  --eval_every "${EVAL_EVERY:-250}" --eval_examples 100 --save_every 100 --log_every 20 \
+  --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 5 \
+  ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-drill.log" 2>&1
