@@ -11,31 +11,45 @@
 # the lift): Cluster-Former learned the second hop (two-hop long right 0.90-0.97 on the drill's
 # dev set after 3,000-4,000 steps), the per-paragraph ETC did not (0.15 after 1,460 steps):
 # docs/demo-model.md.
+# LENGTHS (default 220-600) makes it a curriculum of document lengths, e.g.
+# 220-600/600-2000/2000-8000: a stage ends at 90% training accuracy (after 300 steps) or after
+# STAGE_STEPS, the last takes the rest; the same skill is needed where the two paragraphs lie
+# thousands of tokens apart (the drilled Cluster-Former's two-hop: 0.27 at 2k-8k, chance 0.05).
 # Starts from WORK/<variant> (trained, or a fresh lift: the one-hop questions teach spans too),
-# writes WORK/<variant>-drill; the trainer's dev monitor scores the drill's dev set by kind.
+# writes WORK/<variant>-drill; the trainer's dev monitor scores each stage's dev set by kind.
 # Usage: tools/train_minilm_drill.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
-# 4000), EXAMPLES (default 20000), CITIES, KINDS, BATCH_TOKENS (default 4096), MAX_BATCH
-# (default 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS, DEVICE: cpu or cuda,
-# PYTHON, TRAIN_FLAGS)
+# 4000), EXAMPLES (default 20000, a stage), CITIES, KINDS, LENGTHS, STAGE_STEPS, BATCH_TOKENS
+# (default 4096), MAX_BATCH (default 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS,
+# DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 WORK="${WORK:-$BUILD/minilm-train}"
 VARIANT="${1:-etc}"
 CITIES="${CITIES:-12}"
+LENGTHS="${LENGTHS:-220-600}"
 KINDS="${KINDS:-two_hop,two_hop,one_hop}"
-# One folder a mix: the default keeps the name of session 31's data.
-DATA="$WORK/data/drill-$CITIES$([[ "$KINDS" == two_hop,two_hop,one_hop ]] || echo "-${KINDS//,/-}")"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-[[ -s "$DATA/dev.jsonl" ]] || "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$DATA" --seed 51 \
-  --train "${EXAMPLES:-20000}" --dev 100 --test 0 --min_tokens 220 --max_tokens 600 \
-  --kinds "$KINDS" --min_cities "$CITIES"
+# One data folder a mix and length (the default mix keeps the name of session 31's data); a
+# stage's own seed, so that adding a stage does not change the others.
+stages=() devs=() seed=51
+mix="drill-$CITIES$([[ "$KINDS" == two_hop,two_hop,one_hop ]] || echo "-${KINDS//,/-}")"
+for range in ${LENGTHS//\// }; do
+  data="$WORK/data/$mix"
+  [[ "$range" == 220-600 ]] || data+="-$range"
+  [[ -s "$data/dev.jsonl" ]] || "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$data" \
+    --seed "$seed" --train "${EXAMPLES:-20000}" --dev 100 --test 0 --min_tokens "${range%-*}" \
+    --max_tokens "${range#*-}" --kinds "$KINDS" --min_cities "$CITIES"
+  stages+=("$data/train.jsonl") devs+=("$data/dev.jsonl") seed=$((seed + 1))
+done
 [[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no $WORK/$VARIANT" >&2; exit 1; }
 # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
 exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
-  --out "$WORK/$VARIANT-drill" --stages "$DATA/train.jsonl" --stage_dev "$DATA/dev.jsonl" \
+  --out "$WORK/$VARIANT-drill" --stages "$(IFS=,; echo "${stages[*]}")" \
+  --stage_dev "$(IFS=,; echo "${devs[*]}")" --max_stage_steps "${STAGE_STEPS:-0}" \
   --steps "${STEPS:-4000}" --batch_tokens "${BATCH_TOKENS:-4096}" --max_batch "${MAX_BATCH:-16}" \
-  --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 100000 --centroid_every 100 --memory 20000 \
+  --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 300 --advance_accuracy 0.9 \
+  --advance_window 400 --centroid_every 100 --memory 20000 \
   --eval_every "${EVAL_EVERY:-250}" --eval_examples 100 --save_every 100 --log_every 20 \
   --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 5 \
   ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-drill.log" 2>&1
