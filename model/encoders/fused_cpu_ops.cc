@@ -155,8 +155,13 @@ at::Tensor SoftmaxLastDim(const at::Tensor& scores) {
 }
 
 at::Tensor SoftmaxLastDimInPlace(at::Tensor scores) {
-  if (!FastPath(scores)) return scores.copy_(at::softmax(scores, -1));
-  return SoftmaxRowsInto(scores, scores);
+  if (FastPath(scores)) return SoftmaxRowsInto(scores, scores);
+  if (scores.is_cpu() && scores.is_contiguous() && !scores.requires_grad()) {
+    // LibTorch's CPU kernel reads each row (its maximum) before it writes it, so its out= form
+    // may be the input (checked against at::softmax in fused_cpu_ops_test).
+    return at::_softmax_out(scores, scores, -1, false);
+  }
+  return scores.copy_(at::softmax(scores, -1));  // GPU, strided: untested in place there
 }
 
 at::Tensor GeluInPlace(at::Tensor x) {

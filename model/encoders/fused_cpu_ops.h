@@ -25,8 +25,8 @@ bool FusedCpuOpsAvailable();
 at::Tensor SoftmaxLastDim(const at::Tensor& scores);
 // The same, written over `scores` and returned: for a caller whose scores are its largest
 // temporary (ETC's long-query chunk: 4 MiB of scores and 4 more of weights, a fixed part of every
-// request's peak, issue 22). Off the fast path, at::softmax's result is copied back (so the
-// memory is as SoftmaxLastDim's there).
+// request's peak, issue 22). Off the fast path, LibTorch's softmax writes over contiguous CPU
+// scores (AVX2 CPUs get the same saving); elsewhere (GPU, strided) its result is copied back.
 at::Tensor SoftmaxLastDimInPlace(at::Tensor scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.

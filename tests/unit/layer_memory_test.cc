@@ -2,14 +2,17 @@
 // from 4k to 32k tokens). The attention's Q/K/V ([rows, 3d]) must be gone before Finish allocates
 // the FFN's inner activations ([rows, intermediate]): holding both made models/demo's fixed part
 // 6 MiB larger (1.19x per token at 4k against 32k; 1.06x once they no longer overlap, session 29).
+// And ETC's long-query softmax must not hold a second copy of its scores.
 // Read from the order of the CPU allocator's allocations and frees (bench/tensor_bytes_tracker.h),
 // not from timings or the process's resident size. Its own binary: the tracker stays installed.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "bench/tensor_bytes_tracker.h"
+#include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/precision.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/format/config.h"
@@ -79,6 +82,25 @@ TEST_P(LayerMemoryTest, AttentionProjectionsAreGoneBeforeTheFeedForwardIsAllocat
     if (element_bytes == (precision == Precision::kBf16 ? 2 : 4)) {
       EXPECT_GE(at.watched_seen, 1) << "the attention's Q/K/V block was not seen: sizes changed";
     }
+  }
+}
+
+// ETC's long-query softmax (its largest temporary) is written over the scores on every CPU: no
+// second block of the scores' size, on the fast path (fp32 here with AVX-512) or LibTorch's
+// (fp64 always; every dtype on an AVX2 CPU).
+TEST(SoftmaxMemoryTest, InPlaceSoftmaxAllocatesNoSecondScoresBlock) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    at::Tensor scores = at::randn({64, 4096}).to(dtype);
+    const int64_t bytes = scores.numel() * scores.element_size();
+    TensorBytesTracker& tracker = TensorBytesTracker::Install();
+    tracker.StartRecording();
+    SoftmaxLastDimInPlace(scores);
+    int64_t largest = 0;
+    for (const TensorBytesTracker::Event& e : tracker.StopRecording()) {
+      largest = std::max(largest, e.bytes);
+    }
+    EXPECT_LT(largest, bytes / 4) << at::toString(dtype) << ": a block of " << largest
+                                  << " bytes beside scores of " << bytes;
   }
 }
 
