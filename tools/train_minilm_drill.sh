@@ -18,9 +18,10 @@
 # Starts from WORK/<variant> (trained, or a fresh lift: the one-hop questions teach spans too),
 # writes WORK/<variant>-drill; the trainer's dev monitor scores each stage's dev set by kind.
 # Usage: tools/train_minilm_drill.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
-# 4000), EXAMPLES (default 20000, a stage), CITIES, KINDS, LENGTHS, STAGE_STEPS, BATCH_TOKENS
-# (default 4096), MAX_BATCH (default 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS,
-# DEVICE: cpu or cuda, PYTHON, TRAIN_FLAGS)
+# 4000), EXAMPLES (default 20000 of 220-600 tokens; a longer stage as many tokens), CITIES, KINDS
+# (separated by "," or "/"), LENGTHS, STAGE_STEPS, BATCH_TOKENS (default 4096), MAX_BATCH (default
+# 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS, DEVICE: cpu or cuda, PYTHON,
+# TRAIN_FLAGS)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -29,6 +30,7 @@ VARIANT="${1:-etc}"
 CITIES="${CITIES:-12}"
 LENGTHS="${LENGTHS:-220-600}"
 KINDS="${KINDS:-two_hop,two_hop,one_hop}"
+KINDS="${KINDS//\//,}"  # "/" also separates (tests/gpu/train_prebuilt.sh's settings split on ",")
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 # One data folder a mix and length (the default mix keeps the name of session 31's data); a
 # stage's own seed, so that adding a stage does not change the others.
@@ -37,9 +39,11 @@ mix="drill-$CITIES$([[ "$KINDS" == two_hop,two_hop,one_hop ]] || echo "-${KINDS/
 for range in ${LENGTHS//\// }; do
   data="$WORK/data/$mix"
   [[ "$range" == 220-600 ]] || data+="-$range"
+  # EXAMPLES of 220-600 tokens, and as many document tokens in a longer stage.
+  examples=$(("${EXAMPLES:-20000}" * 820 / (${range%-*} + ${range#*-})))
   [[ -s "$data/dev.jsonl" ]] || "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$data" \
-    --seed "$seed" --train "${EXAMPLES:-20000}" --dev 100 --test 0 --min_tokens "${range%-*}" \
-    --max_tokens "${range#*-}" --kinds "$KINDS" --min_cities "$CITIES"
+    --seed "$seed" --train "$((examples > 200 ? examples : 200))" --dev 100 --test 0 \
+    --min_tokens "${range%-*}" --max_tokens "${range#*-}" --kinds "$KINDS" --min_cities "$CITIES"
   stages+=("$data/train.jsonl") devs+=("$data/dev.jsonl") seed=$((seed + 1))
 done
 [[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no $WORK/$VARIANT" >&2; exit 1; }
