@@ -3,9 +3,10 @@
 # from the tarball of tests/gpu/stage_prebuilt.sh: first gpu_engine_test (a training step on CUDA
 # against the CPU, among others), then the recipe of tools/train_minilm.sh with
 # --device cuda (or, TRAINED=1, INIT_DIR is an already trained folder: only the data is made),
+# or, NO_CURRICULUM=1, INIT_DIR is trained by the stages below alone (the curriculum's data made
+# only for YESNO or EVAL),
 # then (YESNO=1) tools/train_minilm_yesno.sh's stages, then (DRILL=1) tools/train_minilm_drill.sh
-# (with DRILL=1 and no TRAINED, INIT_DIR itself is drilled: no curriculum, no data but the
-# drill's), then (TWOHOP=1)
+# (its env: LENGTHS, KINDS, EXAMPLES, ...), then (TWOHOP=1)
 # tools/train_minilm_twohop.sh's two-hop-heavy stages, then (LONG=1)
 # tools/train_minilm_long.sh's s4 stage of 4k-16k-token documents, then (EVAL=1)
 # tools/ship_minilm.sh with the server on the GPU: the null threshold chosen on the 8k-32k-token
@@ -20,9 +21,9 @@
 # folder), stage-eval.tar (EVAL with a run that kept its stage models: each scored on the 2k-8k
 # dev set), gpu_engine_test.txt and summary.txt.
 # Usage: tests/gpu/train_prebuilt.sh TARBALL INIT_DIR VARIANT OUT_DIR
-#   env STEPS (default 2000), TRAINED, YESNO, DRILL, DRILL_STEPS (default 4000), TWOHOP,
-#   TWOHOP_STEPS (default 1500), SHORT_STEPS (train_minilm_twohop.sh's), LONG, LONG_STEPS
-#   (default 400), EVAL, THREADS (default 8),
+#   env STEPS (default 2000), TRAINED, NO_CURRICULUM, YESNO, DRILL, DRILL_STEPS (default 4000),
+#   TWOHOP, TWOHOP_STEPS (default 1500), SHORT_STEPS (train_minilm_twohop.sh's), LONG,
+#   LONG_STEPS (default 400), EVAL, THREADS (default 8),
 #   TRAIN_SECONDS (the time limit of all training, default 420: longqa-train --time_limit_s stops
 #   with a checkpoint, which is what comes back), EVAL_SECONDS (default 240), DEVICE (default
 #   cuda; cpu rehearses the script with a tarball of CPU programs), DEV_EXAMPLES / TEST_EXAMPLES
@@ -39,7 +40,7 @@ say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$out/summary.txt"; }
 
 work="$pkg/minilm-train"
 mkdir -p "$work/build/train" "$work/build/server" "$work/build/client"
-if [ -n "${TRAINED:-}${DRILL:-}" ]; then
+if [ -n "${TRAINED:-}${NO_CURRICULUM:-}" ]; then
   cp -r "$init" "$work/$variant"
 else
   cp -r "$init" "$work/init-$variant"
@@ -68,8 +69,12 @@ later_stage() {  # script, then its arguments
   TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" "$@"
   say "$(basename "$1"): exit $?"
 }
-if [ -n "${DRILL:-}" ] && [ -z "${TRAINED:-}" ]; then
-  say "drilling $init as it is"
+if [ -n "${NO_CURRICULUM:-}" ]; then
+  say "no curriculum: $init as it is"
+  if [ -n "${YESNO:-}${EVAL:-}" ]; then
+    DATA_ONLY=1 "$root/tools/train_minilm.sh" "$work"
+    say "train_minilm.sh (data only): exit $?"
+  fi
 elif [ -z "${TRAINED:-}" ]; then
   VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
     "$root/tools/train_minilm.sh" "$work"
