@@ -16,7 +16,9 @@
 # STAGE_STEPS, the last takes the rest; the same skill is needed where the two paragraphs lie
 # thousands of tokens apart (the drilled Cluster-Former's two-hop: 0.27 at 2k-8k, chance 0.05).
 # Starts from WORK/<variant> (trained, or a fresh lift: the one-hop questions teach spans too),
-# writes WORK/<variant>-drill; the trainer's dev monitor scores each stage's dev set by kind.
+# writes WORK/<variant>-drill (and the model as each stage but the last ended in its stage-N, which
+# tests/gpu/train_prebuilt.sh EVAL=1 scores); the trainer's dev monitor scores each stage's dev
+# set by kind.
 # Usage: tools/train_minilm_drill.sh [VARIANT]   (default etc; env WORK, BUILD, STEPS (default
 # 4000), EXAMPLES (default 20000 of 220-600 tokens; a longer stage as many tokens), CITIES, KINDS
 # (separated by "," or "/"), LENGTHS, STAGE_STEPS, BATCH_TOKENS (default 4096), MAX_BATCH (default
@@ -55,5 +57,6 @@ exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 300 --advance_accuracy 0.9 \
   --advance_window 400 --centroid_every 100 --memory 20000 \
   --eval_every "${EVAL_EVERY:-250}" --eval_examples 100 --save_every 100 --log_every 20 \
+  --keep_stage_models \
   --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 5 \
   ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-drill.log" 2>&1
