@@ -69,17 +69,13 @@ later_stage() {  # script, then its arguments
   TRAIN_FLAGS="--time_limit_s $left" timeout "$((left + 30))" "$@"
   say "$(basename "$1"): exit $?"
 }
-if [ -n "${NO_CURRICULUM:-}" ]; then
-  say "no curriculum: $init as it is"
-  if [ -n "${YESNO:-}${EVAL:-}" ]; then
-    DATA_ONLY=1 "$root/tools/train_minilm.sh" "$work"
-    say "train_minilm.sh (data only): exit $?"
-  fi
-elif [ -z "${TRAINED:-}" ]; then
+if [ -z "${TRAINED:-}${NO_CURRICULUM:-}" ]; then
   VARIANTS="$variant" STEPS="${STEPS:-2000}" TRAIN_FLAGS="--time_limit_s $limit" \
     "$root/tools/train_minilm.sh" "$work"
   say "train_minilm.sh: exit $?; $(grep -c '^step' "$work/$variant.log") log lines"
-else
+elif [ -n "${TRAINED:-}${YESNO:-}${EVAL:-}" ]; then
+  # The curriculum's data alone: a trained folder's later stages and EVAL read it (NO_CURRICULUM
+  # with neither YESNO nor EVAL needs none).
   DATA_ONLY=1 "$root/tools/train_minilm.sh" "$work"
   say "train_minilm.sh (data only): exit $?"
 fi
