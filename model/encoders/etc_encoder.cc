@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/fused_etc_attention.h"
 #include "model/encoders/trainable_ops.h"
 
 namespace longqa {
@@ -56,6 +57,9 @@ EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int6
 }
 
 namespace {
+
+// Blocks of long queries a call of the fused CPU attention computes between two stop checks.
+constexpr int64_t kFusedChunkBlocks = 32;
 
 at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
   return at::tensor(v, at::kLong).to(device);
@@ -322,6 +326,29 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   // columns first, then the block's three neighbouring blocks.
   const at::Tensor ql_h =
       ProjectedHeadMajor(layer.base, 0, xl, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
+  EtcLongAttentionInputs fused;
+  fused.queries = ql_h;
+  fused.global_keys = kg_h;
+  fused.global_values = vg_h;
+  fused.long_keys = kl_buffer;
+  fused.long_values = vl_buffer;
+  fused.relative_keys = layer.relative_key.view({labels, h, dh}).permute({1, 0, 2}).contiguous();
+  fused.own_lo = t.long_own_lo;
+  fused.own_hi = t.long_own_hi;
+  fused.part_of = part_of;
+  fused.not_part_of = not_part_of;
+  fused.local_labels = t.local_labels;
+  fused.block_index = t.block_index;
+  fused.block = b;
+  fused.n_l = n_l;
+  if (FusedEtcLongAttentionApplies(fused)) {
+    // No score chunk: the chunks only bound how long a stop request waits.
+    for (int64_t b0 = 0; b0 < nb; b0 += kFusedChunkBlocks) {
+      StopIfAsked(stop);
+      FusedEtcLongAttention(fused, b0, std::min(kFusedChunkBlocks, nb - b0), l_out);
+    }
+    return;
+  }
   const int64_t cols = n_g + 3 * b;
   const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
   for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {

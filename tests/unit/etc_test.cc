@@ -187,6 +187,19 @@ TEST(EtcTest, ChunkedAttentionMatchesTheReference) {
   }
 }
 
+TEST(EtcTest, HeadsOfSixteenFeaturesTakeTheFusedLongAttention) {
+  // dh 16: on CPUs with the AVX-512 paths the inference path's long queries run
+  // FusedEtcLongAttention (fused_etc_attention_test checks the kernel alone); the trainable path
+  // never does. Both against the pairwise reference, with blocks at the document's ends, padding
+  // rows, own ranges and the hard mask.
+  for (bool hard_mask : {false, true}) {
+    SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no hard mask");
+    ModelConfig c = EtcConfig(2, 5, 3, !hard_mask, hard_mask);
+    c.hidden_size = 32;
+    ExpectEtcMatchesReference(c, {RandomEtcInput(c, 3, {20, 7, 0, 31, 5}, 15)}, 30);
+  }
+}
+
 TEST(EtcTest, InferenceRowBlocksMatchTheTrainablePath) {
   // Requests longer than a row block (kInferenceChunkRows): the inference path projects q, k and
   // v a block of rows at a time and writes each layer's output over its input block by block;

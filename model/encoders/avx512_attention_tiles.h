@@ -1,0 +1,176 @@
+// The AVX-512 pieces of a fused attention pass on the CPU, shared by the window attention
+// (fused_cpu_attention.cc) and ETC's blocked attention (fused_etc_attention.cc): keys packed
+// transposed, a tile of query rows' scores, the softmax numerators in place, and the weighted sum
+// of value rows into register accumulators. fp32 arithmetic throughout; bf16 rows are read as
+// fp32. Include only from .cc files whose AVX-512 code runs after FusedCpuOpsAvailable()'s check
+// (avx512_vector.h).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "model/encoders/avx512_vector.h"
+
+namespace longqa::attention_tiles {
+
+// Byte offsets of 16 rows `ld` elements of T apart: the gathers' index vector.
+template <typename T>
+LONGQA_AVX512 inline __m512i RowOffsets(int64_t ld) {
+  return _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(ld * static_cast<int64_t>(sizeof(T)))));
+}
+
+// kt[c * tp + col0 + j] = K[j][c] in fp32 for the `count` keys j of K (rows `ld` elements apart),
+// and zero for the columns [col0 + count, col0 + round16(count)): the score tile then reads 16 keys
+// of one feature a load. Gathered 16 keys at a time (masked: nothing past key `count` is read);
+// bf16 keys two features a gather (32 bits: feature c in the low half, c + 1 in the high half).
+// The caller's tp leaves room for the rounded-up columns.
+template <typename T>
+LONGQA_AVX512 inline void PackKeysTransposed(const T* k, int64_t ld, int64_t count, int64_t dh,
+                                             float* kt, int64_t tp, int64_t col0 = 0) {
+  const __m512i offsets = RowOffsets<T>(ld);
+  for (int64_t j = 0; j < count; j += 16) {
+    const __mmask16 m = simd::Lanes(count - j);
+    const T* keys = k + j * ld;
+    float* column = kt + col0 + j;
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t c = 0; c < dh; ++c) {
+        _mm512_storeu_ps(column + c * tp,
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offsets, keys + c, 1));
+      }
+    } else {
+      for (int64_t c = 0; c < dh; c += 2) {  // dh is even
+        const __m512i pair =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offsets, keys + c, 1);
+        _mm512_storeu_ps(column + c * tp, _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16)));
+        _mm512_storeu_ps(column + (c + 1) * tp,
+                         _mm512_castsi512_ps(_mm512_and_si512(pair, _mm512_set1_epi32(-65536))));
+      }
+    }
+  }
+}
+
+// rows [t][dh] of bf16, `ld` apart, into contiguous fp32.
+LONGQA_AVX512 inline void ToFloatRows(const at::BFloat16* in, int64_t ld, int64_t t, int64_t dh,
+                                      float* out) {
+  for (int64_t j = 0; j < t; ++j) {
+    for (int64_t c = 0; c < dh; c += 16) {
+      _mm512_storeu_ps(out + j * dh + c, simd::Load(in + j * ld + c, 0xffff));
+    }
+  }
+}
+
+// scores[r][j, j + 16 NJ) = scale (q_r . k_j) + bias_j for R query rows (`ld` apart), keys packed
+// by PackKeysTransposed: R x NJ accumulators, one broadcast of a query feature against NJ vectors
+// of keys per step.
+template <int R, int NJ>
+LONGQA_AVX512 inline void ScoreTile(const float* q, int64_t ld, const float* kt, int64_t tp,
+                                    int64_t dh, __m512 scale, const float* bias, float* scores,
+                                    int64_t j) {
+  __m512 acc[R][NJ];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < dh; ++c) {
+    __m512 key[NJ];
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) key[v] = _mm512_loadu_ps(kt + c * tp + j + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 feature = _mm512_set1_ps(q[r * ld + c]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_fmadd_ps(feature, key[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) {
+      const int64_t at = j + 16 * v;
+      _mm512_storeu_ps(scores + r * tp + at,
+                       _mm512_fmadd_ps(acc[r][v], scale, _mm512_loadu_ps(bias + at)));
+    }
+  }
+}
+
+// ScoreTile over the columns [0, tp) (tp a multiple of 16): three vectors of keys a step, then
+// the rest.
+template <int R>
+LONGQA_AVX512 inline void ScoreRows(const float* q, int64_t ld, const float* kt, int64_t tp,
+                                    int64_t dh, __m512 scale, const float* bias, float* scores) {
+  int64_t j = 0;
+  for (; j + 48 <= tp; j += 48) ScoreTile<R, 3>(q, ld, kt, tp, dh, scale, bias, scores, j);
+  if (tp - j == 32) ScoreTile<R, 2>(q, ld, kt, tp, dh, scale, bias, scores, j);
+  if (tp - j == 16) ScoreTile<R, 1>(q, ld, kt, tp, dh, scale, bias, scores, j);
+}
+
+// In place: each of `rows` rows of scores becomes e^(score - its max); inv_sum[r] = 1 / the row's
+// sum (applied to the weighted sum's R x dh outputs instead of the R x T weights).
+LONGQA_AVX512 inline void ExpRows(float* scores, int rows, int64_t tp, float* inv_sum) {
+  for (int r = 0; r < rows; ++r) {
+    float* row = scores + r * tp;
+    __m512 most = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < tp; j += 16) most = _mm512_max_ps(most, _mm512_loadu_ps(row + j));
+    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(most));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < tp; j += 16) {
+      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
+      sum = _mm512_add_ps(sum, e);
+      _mm512_storeu_ps(row + j, e);
+    }
+    inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
+  }
+}
+
+// A run of fp32 value rows (`ld` apart) and the weights' column of its first row.
+struct ValueRows {
+  const float* v;
+  int64_t ld;
+  int64_t count;
+  int64_t col0;
+};
+
+// out[r] = inv_sum[r] * sum over the runs' rows j of weights[r][col0 + j] v_j for R rows (weights
+// `wld` apart, out `out_ld` apart, fp32 or bf16): R x NV accumulators, one broadcast weight
+// against the NV vectors of a value row per step.
+template <int R, int NV, typename T, size_t N>
+LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const ValueRows (&runs)[N],
+                                      const float* inv_sum, T* out, int64_t out_ld) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (const ValueRows& run : runs) {
+    for (int64_t j = 0; j < run.count; ++j) {
+      __m512 value[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) value[v] = _mm512_loadu_ps(run.v + j * run.ld + 16 * v);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 weight = _mm512_set1_ps(weights[r * wld + run.col0 + j]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(weight, value[v], acc[r][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 inv = _mm512_set1_ps(inv_sum[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      simd::Store(out + r * out_ld + 16 * v, _mm512_mul_ps(acc[r][v], inv), 0xffff);
+    }
+  }
+}
+
+// Query rows a block: as many as keep the weighted sum's accumulators (rows x dh/16 vectors) and
+// one row of values in the 32 vector registers.
+constexpr int RowsFor(int nv) { return nv <= 2 ? 8 : nv <= 4 ? 6 : nv <= 6 ? 4 : nv == 7 ? 3 : 2; }
+constexpr int kMaxRows = 8;
+
+}  // namespace longqa::attention_tiles

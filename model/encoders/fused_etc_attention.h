@@ -1,0 +1,51 @@
+// ETC's long queries (ETC §3: l2g and l2l attention under one softmax) in one pass per (head,
+// block) on AVX-512 CPUs (issue 22: ETC at 66% of the GEMM rate, its long-query attention at
+// about 45 GFLOP/s in LibTorch's chunked form). The LibTorch form writes a chunk of scores
+// [h, rows, n_g + 3b], adds the label and membership terms in two passes, a softmax in a third and
+// two batched products of 85 x 255 x 64 that spend more time in OpenBLAS's packing and thread
+// hand-offs than in arithmetic. Here a task packs its block's keys once, keeps a few query rows'
+// scores in L1, adds both terms there, and writes its slice of the context: no score chunk exists.
+// fp32 arithmetic (bf16 rows are read as fp32), as the window kernel (fused_cpu_attention.h).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace longqa {
+
+// One request's long-query attention in the layout of EtcEncoder::AttendInference: every tensor
+// a contiguous CPU tensor; q, k and v of one dtype (fp32 or bf16).
+struct EtcLongAttentionInputs {
+  at::Tensor queries;        // [h, n_pad, dh], already times 1/sqrt(dh)
+  at::Tensor global_keys;    // [h, n_g, dh]
+  at::Tensor global_values;  // [h, n_g, dh]
+  // [block + h * n_pad + block, dh]: `block` zero rows, each head's n_pad rows, `block` zero rows
+  // (etc_encoder.cc's padded head-major buffer: a block's three neighbouring blocks are 3 * block
+  // consecutive rows).
+  at::Tensor long_keys, long_values;
+  at::Tensor relative_keys;  // [h, L, dh]: a_K of each relative label, per head
+  at::Tensor own_lo,
+      own_hi;  // int64 [>= n_pad]: a long row's own global keys [lo, hi); lo < 0: none
+  int64_t part_of = 0, not_part_of = 0;  // the membership labels
+  at::Tensor
+      local_labels;  // int64 [block, 3 * block]: l2l label by (row in block, slot); -1 beyond r
+  at::Tensor block_index;  // int64 [num_blocks * 3 * block]: the long row of a slot, or -1
+  int64_t block = 0;       // r + 1
+  int64_t n_l = 0;         // long rows kept (the rest of n_pad is padding)
+};
+
+// Whether FusedEtcLongAttention computes these: a CPU with the AVX-512 paths of
+// FusedCpuOpsAvailable(), fp32 or bf16 tensors without autograd, dh a multiple of 16 up to 128.
+// EtcEncoder takes its LibTorch form otherwise (and on a GPU).
+bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in);
+
+// out rows [b0 * block, min(n_l, (b0 + blocks) * block)) ([n_l, h * dh], the queries' dtype) =
+// softmax over the global keys and the block's three neighbouring blocks of
+// q·k + q·a_K[label], where the label is part_of / not_part_of for a global key and the relative
+// label for a long key (pairs beyond the radius or at an empty slot masked, -1e30 as the LibTorch
+// form), times the values. Requires FusedEtcLongAttentionApplies(in).
+void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks,
+                           at::Tensor out);
+
+}  // namespace longqa

@@ -1,0 +1,173 @@
+// FusedEtcLongAttention (model/encoders/fused_etc_attention.h) against ETC's long-query formula in
+// fp64, written per row with plain LibTorch ops on random inputs: random label tables (labels
+// beyond the radius, -1, anywhere), empty slots at the document's ends, own ranges of 0 to 3
+// global keys, global counts and head widths that are not multiples of the kernel's 16 columns,
+// padding rows in the last block, and a range of blocks (rows outside it untouched). fp32 and
+// bf16 inputs; tolerance: fp32 2e-5 absolute (sums of up to ~300 terms of values in [-1, 1]),
+// bf16 2e-2 (the kernel's output rounded to bf16: 2^-8 relative; the fp64 reference reads the same
+// bf16 inputs). The encoder that uses it: etc_test's heads of 16 features.
+#include "model/encoders/fused_etc_attention.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/etc_score_bias.h"
+#include "model/encoders/fused_cpu_ops.h"
+
+namespace longqa {
+namespace {
+
+struct Case {
+  int64_t heads, dh, n_g, n_l, block, labels;
+};
+
+struct Inputs {
+  EtcLongAttentionInputs fused;
+  at::Tensor long_k, long_v;  // [h, n_l, dh], the rows the padded buffers hold
+};
+
+// The padded head-major buffer of the header: `block` zero rows, each head's n_pad rows (zero
+// past n_l), `block` zero rows.
+at::Tensor Padded(const at::Tensor& rows, int64_t n_pad, int64_t block) {
+  const int64_t h = rows.size(0), n_l = rows.size(1), dh = rows.size(2);
+  at::Tensor buffer = at::zeros({h * n_pad + 2 * block, dh}, rows.options());
+  buffer.narrow(0, block, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l).copy_(rows);
+  return buffer;
+}
+
+Inputs RandomInputs(const Case& c, at::ScalarType dtype, uint64_t seed) {
+  at::manual_seed(seed);
+  const int64_t nb = (c.n_l + c.block - 1) / c.block, n_pad = nb * c.block, slots = 3 * c.block;
+  const auto random = [&](std::vector<int64_t> sizes) {
+    return (at::rand(sizes, at::kDouble) * 2 - 1).to(dtype);
+  };
+  Inputs in;
+  EtcLongAttentionInputs& f = in.fused;
+  f.queries = random({c.heads, n_pad, c.dh});
+  f.queries.narrow(1, c.n_l, n_pad - c.n_l).zero_();
+  f.global_keys = random({c.heads, c.n_g, c.dh});
+  f.global_values = random({c.heads, c.n_g, c.dh});
+  in.long_k = random({c.heads, c.n_l, c.dh});
+  in.long_v = random({c.heads, c.n_l, c.dh});
+  f.long_keys = Padded(in.long_k, n_pad, c.block);
+  f.long_values = Padded(in.long_v, n_pad, c.block);
+  f.relative_keys = random({c.heads, c.labels, c.dh});
+  f.part_of = c.labels - 2;
+  f.not_part_of = c.labels - 1;
+  // Own ranges: none for a quarter of the rows, else 0 to 3 keys from a random start.
+  const at::Tensor lo = at::randint(-c.n_g / 3, c.n_g, {n_pad}, at::kLong).clamp_min(-1);
+  f.own_lo = lo;
+  f.own_hi = at::where(lo.ge(0), (lo + at::randint(0, 4, {n_pad}, at::kLong)).clamp_max(c.n_g),
+                       at::full({n_pad}, -1, at::kLong));
+  f.local_labels = at::randint(-1, c.labels - 2, {c.block, slots}, at::kLong);
+  std::vector<int64_t> index(nb * slots);
+  for (int64_t k = 0; k < nb; ++k) {
+    for (int64_t s = 0; s < slots; ++s) {
+      const int64_t j = (k - 1) * c.block + s;
+      index[k * slots + s] = j >= 0 && j < c.n_l ? j : -1;
+    }
+  }
+  f.block_index = at::tensor(index, at::kLong);
+  f.block = c.block;
+  f.n_l = c.n_l;
+  return in;
+}
+
+// Long row i's context [h, dh] in fp64, one row at a time: scores over the globals and the row's
+// block's slots, each plus its label's q·a_K (kEtcMaskedScore where the slot is empty or the
+// label -1), softmax, times the values.
+at::Tensor ReferenceRow(const Inputs& in, int64_t i) {
+  const EtcLongAttentionInputs& f = in.fused;
+  const int64_t b = f.block, slots = 3 * b, k = i / b;
+  const at::Tensor q = f.queries.select(1, i).to(at::kDouble);  // [h, dh]
+  const at::Tensor qa = at::bmm(q.unsqueeze(1), f.relative_keys.to(at::kDouble).transpose(1, 2))
+                            .squeeze(1);  // [h, L]
+  const int64_t lo = f.own_lo[i].item<int64_t>(), hi = f.own_hi[i].item<int64_t>();
+  const int64_t n_g = f.global_keys.size(1);
+  std::vector<at::Tensor> scores, values;
+  for (int64_t g = 0; g < n_g; ++g) {
+    const bool own = lo >= 0 && g >= lo && g < hi;
+    scores.push_back((q * f.global_keys.select(1, g).to(at::kDouble)).sum(-1) +
+                     qa.select(1, own ? f.part_of : f.not_part_of));
+    values.push_back(f.global_values.select(1, g).to(at::kDouble));
+  }
+  for (int64_t s = 0; s < slots; ++s) {
+    const int64_t j = f.block_index[k * slots + s].item<int64_t>();
+    const int64_t label = f.local_labels[i % b][s].item<int64_t>();
+    if (j < 0 || label < 0) {
+      scores.push_back(at::full({q.size(0)}, double{kernels::kEtcMaskedScore}, at::kDouble));
+      values.push_back(at::zeros_like(q));
+      continue;
+    }
+    scores.push_back((q * in.long_k.select(1, j).to(at::kDouble)).sum(-1) + qa.select(1, label));
+    values.push_back(in.long_v.select(1, j).to(at::kDouble));
+  }
+  const at::Tensor weights = at::softmax(at::stack(scores, 1), 1);  // [h, keys]
+  return (weights.unsqueeze(2) * at::stack(values, 1)).sum(1);      // [h, dh]
+}
+
+TEST(FusedEtcAttentionTest, MatchesTheFormulaInFp64) {
+  if (!FusedCpuOpsAvailable()) {
+    EtcLongAttentionInputs f = RandomInputs({1, 16, 3, 5, 2, 4}, at::kFloat, 1).fused;
+    EXPECT_FALSE(FusedEtcLongAttentionApplies(f));
+    GTEST_SKIP() << "this CPU has no AVX-512 + bf16 instructions: the fused kernel is not used";
+  }
+  const std::vector<Case> cases = {{2, 16, 3, 50, 5, 9},   {3, 64, 17, 100, 12, 27},
+                                   {1, 128, 1, 7, 4, 5},   {2, 32, 40, 90, 85, 27},
+                                   {2, 48, 16, 33, 8, 12}, {1, 112, 5, 64, 16, 6}};
+  uint64_t seed = 5;
+  for (const Case& c : cases) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(testing::Message()
+                   << "h " << c.heads << " dh " << c.dh << " n_g " << c.n_g << " n_l " << c.n_l
+                   << " block " << c.block << " " << c10::toString(dtype));
+      const Inputs in = RandomInputs(c, dtype, ++seed);
+      ASSERT_TRUE(FusedEtcLongAttentionApplies(in.fused));
+      const int64_t nb = (c.n_l + c.block - 1) / c.block;
+      // Blocks [1, nb - 1) first (all of them for one block), then the rest.
+      const int64_t b0 = nb > 2 ? 1 : 0, blocks = nb > 2 ? nb - 2 : nb;
+      at::Tensor out = at::full({c.n_l, c.heads * c.dh}, 7.0, dtype);
+      FusedEtcLongAttention(in.fused, b0, blocks, out);
+      const int64_t first = b0 * c.block, last = std::min(c.n_l, (b0 + blocks) * c.block);
+      for (int64_t i = 0; i < c.n_l; ++i) {
+        if (i >= first && i < last) continue;
+        ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+      }
+      if (nb > 2) {
+        FusedEtcLongAttention(in.fused, 0, 1, out);
+        FusedEtcLongAttention(in.fused, nb - 1, 1, out);
+      }
+      const double tolerance = dtype == at::kFloat ? 2e-5 : 2e-2;
+      double worst = 0;
+      for (int64_t i = 0; i < c.n_l; ++i) {
+        const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
+        worst = std::max(worst, (got - ReferenceRow(in, i)).abs().max().item<double>());
+      }
+      EXPECT_LE(worst, tolerance);
+    }
+  }
+}
+
+TEST(FusedEtcAttentionTest, RejectsWhatItDoesNotCompute) {
+  EtcLongAttentionInputs f = RandomInputs({1, 16, 3, 5, 2, 4}, at::kFloat, 2).fused;
+  EtcLongAttentionInputs narrow_heads = RandomInputs({1, 8, 3, 5, 2, 4}, at::kFloat, 2).fused;
+  EXPECT_FALSE(FusedEtcLongAttentionApplies(narrow_heads));  // dh not a multiple of 16
+  EtcLongAttentionInputs doubles = f;
+  doubles.queries = f.queries.to(at::kDouble);
+  EXPECT_FALSE(FusedEtcLongAttentionApplies(doubles));
+  if (!FusedCpuOpsAvailable()) GTEST_SKIP() << "no AVX-512: nothing else to check";
+  at::Tensor out = at::zeros({5, 16});
+  EXPECT_THROW(FusedEtcLongAttention(f, 2, 2, out), std::invalid_argument);  // 3 blocks only
+  at::Tensor short_out = at::zeros({4, 16});
+  EXPECT_THROW(FusedEtcLongAttention(f, 0, 1, short_out), std::invalid_argument);
+  EtcLongAttentionInputs bad_label = f;
+  bad_label.local_labels = f.local_labels.clone().fill_(4);  // L = 4 labels: 0..3
+  EXPECT_THROW(FusedEtcLongAttention(bad_label, 0, 1, out), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace longqa
