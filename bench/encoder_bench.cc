@@ -8,8 +8,11 @@
 //
 // Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N]
 //                             [--layers=12] [--device=cuda] [--batch=N]
-//                             [--models=sliding,cluster,nca,clustered,iclustered,etc,unfused]
+//                             [--models=sliding,cluster,nca,clustered,iclustered,etc,unfused,
+//                                       etc-libtorch]
 //                             [--precision=fp32|bf16|int8]
+// unfused / etc-libtorch: the sliding-window layers' training path, ETC's LibTorch attention in
+// place of the fused CPU kernels (a before/after in one run).
 // "of GEMM" is against the fp32 GEMM, or the bf16 GEMM for --precision=bf16.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused] "
+          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused,etc-libtorch] "
           "[--precision=fp32|bf16|int8] "
           "[--batch=N]\n",
           argv[0]);
@@ -203,36 +206,44 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (!models.count("etc")) return 0;
+  if (!models.count("etc") && !models.count("etc-libtorch")) return 0;
   longqa::ModelConfig etc = longqa::ClusterFormerConfig(
       8000, 768, 12, 3072, std::string(num_layers, 'E'), 256, 224, 0, 30);
   etc.architecture = longqa::Architecture::kEtc;
   etc.etc.radius = 84;
   etc.etc.relative_clip = 12;
   const longqa::TensorMap etc_weights = OnDevice(longqa::RandomWeights(etc, 1), device);
-  const longqa::EtcEncoder etc_encoder(etc, etc_weights, longqa::kEtcScoreBudget, precision);
-  for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
-    std::vector<int32_t> ids(tokens);
-    std::vector<int64_t> paragraph(tokens);
-    for (int64_t t = 0; t < tokens; ++t) {
-      ids[t] = t % 64 == 0 ? etc.special.paragraph : static_cast<int32_t>(5 + t % 7000);
-      paragraph[t] = t / 64;
+  longqa::EtcEncoder etc_encoder(etc, etc_weights, longqa::kEtcScoreBudget, precision);
+  // "etc-libtorch": the same encoder with LibTorch's chunked attention instead of the fused CPU
+  // kernels, for a before/after in one run.
+  std::vector<std::pair<std::string, bool>> etc_rows;
+  if (models.count("etc")) etc_rows.push_back({"etc", true});
+  if (models.count("etc-libtorch")) etc_rows.push_back({"etc-libtorch", false});
+  for (const auto& [etc_name, fused] : etc_rows) {
+    etc_encoder.set_fused_cpu_attention(fused);
+    for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
+      std::vector<int32_t> ids(tokens);
+      std::vector<int64_t> paragraph(tokens);
+      for (int64_t t = 0; t < tokens; ++t) {
+        ids[t] = t % 64 == 0 ? etc.special.paragraph : static_cast<int32_t>(5 + t % 7000);
+        paragraph[t] = t / 64;
+      }
+      const longqa::EtcInput input = longqa::MakeEtcInput(etc, std::vector<int32_t>(20, 7), ids,
+                                                          paragraph, (tokens + 63) / 64);
+      if (tokens == min_tokens) Sync(etc_encoder.Forward({input}, device).long_states);  // warm-up
+      const auto start = Clock::now();
+      Sync(etc_encoder.Forward({input}, device).long_states);
+      const double s = Seconds(start);
+      // Dense rows: long + global; attention: l2l over 3(r+1) keys plus all globals, globals over
+      // all.
+      const double d = 768, ffn = 3072, n_g = input.global_ids.size(), n_l = tokens;
+      const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
+      const double attention = 4.0 * d * (n_l * (3 * 85 + n_g) + n_g * (n_g + n_l));
+      const double gflops = num_layers * ((n_l + n_g) * per_row + attention) / s / 1e9;
+      std::printf("%-20s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n", (etc_name + suffix).c_str(),
+                  static_cast<long long>(tokens), 1, s, tokens / s, gflops, 100.0 * gflops / gemm);
+      std::fflush(stdout);
     }
-    const longqa::EtcInput input =
-        longqa::MakeEtcInput(etc, std::vector<int32_t>(20, 7), ids, paragraph, (tokens + 63) / 64);
-    if (tokens == min_tokens) Sync(etc_encoder.Forward({input}, device).long_states);  // warm-up
-    const auto start = Clock::now();
-    Sync(etc_encoder.Forward({input}, device).long_states);
-    const double s = Seconds(start);
-    // Dense rows: long + global; attention: l2l over 3(r+1) keys plus all globals, globals over
-    // all.
-    const double d = 768, ffn = 3072, n_g = input.global_ids.size(), n_l = tokens;
-    const double per_row = 2.0 * (4 * d * d + 2 * d * ffn);
-    const double attention = 4.0 * d * (n_l * (3 * 85 + n_g) + n_g * (n_g + n_l));
-    const double gflops = num_layers * ((n_l + n_g) * per_row + attention) / s / 1e9;
-    std::printf("%-20s %8lld %8d %10.3f %12.0f %10.1f %7.0f%%\n", ("etc" + suffix).c_str(),
-                static_cast<long long>(tokens), 1, s, tokens / s, gflops, 100.0 * gflops / gemm);
-    std::fflush(stdout);
   }
   return 0;
 }

@@ -168,6 +168,39 @@ LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const V
   }
 }
 
+// The online softmax's step (flash attention) for R rows: acc[r] = alpha[r] acc[r] + sum over
+// the run's rows j of weights[r][col0 + j] v_j, acc fp32 rows `acc_ld` apart.
+template <int R, int NV>
+LONGQA_AVX512 inline void AccumulateWeightedSum(const float* weights, int64_t wld,
+                                                const ValueRows& run, const float* alpha,
+                                                float* acc_rows, int64_t acc_ld) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 keep = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = _mm512_mul_ps(keep, _mm512_loadu_ps(acc_rows + r * acc_ld + 16 * v));
+    }
+  }
+  for (int64_t j = 0; j < run.count; ++j) {
+    __m512 value[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) value[v] = _mm512_loadu_ps(run.v + j * run.ld + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 weight = _mm512_set1_ps(weights[r * wld + run.col0 + j]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(weight, value[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc_rows + r * acc_ld + 16 * v, acc[r][v]);
+  }
+}
+
 // Query rows a block: as many as keep the weighted sum's accumulators (rows x dh/16 vectors) and
 // one row of values in the 32 vector registers.
 constexpr int RowsFor(int nv) { return nv <= 2 ? 8 : nv <= 4 ? 6 : nv <= 6 ? 4 : nv == 7 ? 3 : 2; }

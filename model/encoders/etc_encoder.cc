@@ -58,8 +58,10 @@ EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int6
 
 namespace {
 
-// Blocks of long queries a call of the fused CPU attention computes between two stop checks.
+// Blocks of long queries, and rows of global queries, a call of the fused CPU attention computes
+// between two stop checks.
 constexpr int64_t kFusedChunkBlocks = 32;
+constexpr int64_t kFusedGlobalRows = 64;
 
 at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
   return at::tensor(v, at::kLong).to(device);
@@ -278,6 +280,9 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   const at::ScalarType dtype = layer.base.attention_dtype();
   const at::Tensor rel =
       layer.relative_key.to(dtype).view({labels, h, dh}).permute({1, 2, 0});  // [h, dh, L]
+  // The fused CPU kernels' form: fp32 [h, L, dh].
+  const at::Tensor relative_keys =
+      layer.relative_key.view({labels, h, dh}).permute({1, 0, 2}).contiguous();
   // The global rows' q, k, v (few rows), then the long rows' one at a time: each projection
   // is let go once its head-major copy is made (peak memory a token, issue 22).
   const at::Tensor qg_h =
@@ -290,95 +295,119 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
     return buffer.narrow(0, b, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l);
   };
 
-  // Global queries: g2g keys first, then the long keys a chunk at a time with a running
-  // maximum, normaliser and weighted sum (online softmax): exact, and nothing [n_g, n_l] held.
-  const at::Tensor qa_g = at::bmm(qg_h, rel);  // [h, n_g, L]
-  at::Tensor scores = at::bmm(qg_h, kg_h.transpose(1, 2));
-  kernels::EtcLabelBias(scores, qa_g, t.g2g_labels, 0, at::Tensor());
-  at::Tensor top = scores.amax(-1, /*keepdim=*/true);  // [h, n_g, 1]
-  scores.sub_(top).exp_();
-  at::Tensor total = scores.sum(-1, /*keepdim=*/true, at::kFloat);
-  at::Tensor g_acc = Bf16SafeBmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
-  const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
-  const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
-  for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
-    StopIfAsked(stop);
-    const int64_t keys = std::min(key_chunk, n_l - c0);
-    const at::Tensor kc = k_long.narrow(1, c0, keys), vc = v_long.narrow(1, c0, keys);
-    at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
-    kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi, c0,
-                               config_.etc.hard_g2l_mask);
-    const at::Tensor new_top = at::maximum(top, s.amax(-1, /*keepdim=*/true));
-    const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
-    s.sub_(new_top).exp_();
-    total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true, at::kFloat));
-    g_acc.mul_(rescale);
-    if (dtype == at::kFloat) {
-      g_acc.baddbmm_(s, vc);
-    } else {
-      g_acc.add_(Bf16SafeBmm(s, vc));  // bf16 products summed into the fp32 accumulator
+  // Global queries: on AVX-512 CPUs in one fused pass per (head, group of rows)
+  // (fused_etc_attention.h); elsewhere in LibTorch, as follows.
+  EtcGlobalAttentionInputs global;
+  global.queries = qg_h;
+  global.global_keys = kg_h;
+  global.global_values = vg_h;
+  global.long_keys = kl_buffer;
+  global.long_values = vl_buffer;
+  global.relative_keys = relative_keys;
+  global.g2g_labels = t.g2g_labels;
+  global.own_lo = t.global_own_lo;
+  global.own_hi = t.global_own_hi;
+  global.part_of = part_of;
+  global.not_part_of = not_part_of;
+  global.mask_outside = config_.etc.hard_g2l_mask;
+  global.block = b;
+  global.n_l = n_l;
+  if (fused_cpu_attention_ && FusedEtcGlobalAttentionApplies(global)) {
+    for (int64_t r0 = 0; r0 < n_g; r0 += kFusedGlobalRows) {
+      StopIfAsked(stop);
+      FusedEtcGlobalAttention(global, r0, std::min(kFusedGlobalRows, n_g - r0), g_out);
     }
-    top = new_top;
+  } else {
+    // Global queries: g2g keys first, then the long keys a chunk at a time with a running
+    // maximum, normaliser and weighted sum (online softmax): exact, and nothing [n_g, n_l] held.
+    const at::Tensor qa_g = at::bmm(qg_h, rel);  // [h, n_g, L]
+    at::Tensor scores = at::bmm(qg_h, kg_h.transpose(1, 2));
+    kernels::EtcLabelBias(scores, qa_g, t.g2g_labels, 0, at::Tensor());
+    at::Tensor top = scores.amax(-1, /*keepdim=*/true);  // [h, n_g, 1]
+    scores.sub_(top).exp_();
+    at::Tensor total = scores.sum(-1, /*keepdim=*/true, at::kFloat);
+    at::Tensor g_acc = Bf16SafeBmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
+    const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
+    const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
+    for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
+      StopIfAsked(stop);
+      const int64_t keys = std::min(key_chunk, n_l - c0);
+      const at::Tensor kc = k_long.narrow(1, c0, keys), vc = v_long.narrow(1, c0, keys);
+      at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
+      kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi,
+                                 c0, config_.etc.hard_g2l_mask);
+      const at::Tensor new_top = at::maximum(top, s.amax(-1, /*keepdim=*/true));
+      const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
+      s.sub_(new_top).exp_();
+      total.mul_(rescale).add_(s.sum(-1, /*keepdim=*/true, at::kFloat));
+      g_acc.mul_(rescale);
+      if (dtype == at::kFloat) {
+        g_acc.baddbmm_(s, vc);
+      } else {
+        g_acc.add_(Bf16SafeBmm(s, vc));  // bf16 products summed into the fp32 accumulator
+      }
+      top = new_top;
+    }
+    g_out.view({n_g, h, dh}).copy_(g_acc.div_(total).permute({1, 0, 2}));
   }
-  g_out.view({n_g, h, dh}).copy_(g_acc.div_(total).permute({1, 0, 2}));
 
-  // Long queries, a chunk of blocks at a time: scores [h, rows, n_g + 3b], the global keys'
-  // columns first, then the block's three neighbouring blocks.
+  // Long queries: on AVX-512 CPUs in one fused pass per (head, block); elsewhere a chunk of
+  // blocks at a time in LibTorch, scores [h, rows, n_g + 3b], the global keys' columns first,
+  // then the block's three neighbouring blocks.
   const at::Tensor ql_h =
       ProjectedHeadMajor(layer.base, 0, xl, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
-  EtcLongAttentionInputs fused;
-  fused.queries = ql_h;
-  fused.global_keys = kg_h;
-  fused.global_values = vg_h;
-  fused.long_keys = kl_buffer;
-  fused.long_values = vl_buffer;
-  fused.relative_keys = layer.relative_key.view({labels, h, dh}).permute({1, 0, 2}).contiguous();
-  fused.own_lo = t.long_own_lo;
-  fused.own_hi = t.long_own_hi;
-  fused.part_of = part_of;
-  fused.not_part_of = not_part_of;
-  fused.local_labels = t.local_labels;
-  fused.block_index = t.block_index;
-  fused.block = b;
-  fused.n_l = n_l;
-  if (FusedEtcLongAttentionApplies(fused)) {
-    // No score chunk: the chunks only bound how long a stop request waits.
+  EtcLongAttentionInputs local;
+  local.queries = ql_h;
+  local.global_keys = kg_h;
+  local.global_values = vg_h;
+  local.long_keys = kl_buffer;
+  local.long_values = vl_buffer;
+  local.relative_keys = relative_keys;
+  local.own_lo = t.long_own_lo;
+  local.own_hi = t.long_own_hi;
+  local.part_of = part_of;
+  local.not_part_of = not_part_of;
+  local.local_labels = t.local_labels;
+  local.block_index = t.block_index;
+  local.block = b;
+  local.n_l = n_l;
+  if (fused_cpu_attention_ && FusedEtcLongAttentionApplies(local)) {
     for (int64_t b0 = 0; b0 < nb; b0 += kFusedChunkBlocks) {
       StopIfAsked(stop);
-      FusedEtcLongAttention(fused, b0, std::min(kFusedChunkBlocks, nb - b0), l_out);
+      FusedEtcLongAttention(local, b0, std::min(kFusedChunkBlocks, nb - b0), l_out);
     }
-    return;
-  }
-  const int64_t cols = n_g + 3 * b;
-  const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
-  for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
-    StopIfAsked(stop);
-    const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
-    const at::Tensor q = ql_h.narrow(1, b0 * b, rows);  // [h, rows, dh]
-    const at::Tensor qa = at::bmm(q, rel);              // [h, rows, L]
-    at::Tensor s = at::empty({h, rows, cols}, ql_h.options());
-    at::Tensor s_global = s.narrow(2, 0, n_g), s_local = s.narrow(2, n_g, 3 * b);
-    at::bmm_out(s_global, q, kg_h.transpose(1, 2));
-    for (int64_t head = 0; head < h; ++head) {
-      at::Tensor s_head = s_local[head].view({blocks, b, 3 * b});
-      at::bmm_out(s_head, q[head].view({blocks, b, dh}),
-                  BlockWindows(kl_buffer, head, n_pad, b, b0, blocks).transpose(1, 2));
+  } else {
+    const int64_t cols = n_g + 3 * b;
+    const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
+    for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
+      StopIfAsked(stop);
+      const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
+      const at::Tensor q = ql_h.narrow(1, b0 * b, rows);  // [h, rows, dh]
+      const at::Tensor qa = at::bmm(q, rel);              // [h, rows, L]
+      at::Tensor s = at::empty({h, rows, cols}, ql_h.options());
+      at::Tensor s_global = s.narrow(2, 0, n_g), s_local = s.narrow(2, n_g, 3 * b);
+      at::bmm_out(s_global, q, kg_h.transpose(1, 2));
+      for (int64_t head = 0; head < h; ++head) {
+        at::Tensor s_head = s_local[head].view({blocks, b, 3 * b});
+        at::bmm_out(s_head, q[head].view({blocks, b, dh}),
+                    BlockWindows(kl_buffer, head, n_pad, b, b0, blocks).transpose(1, 2));
+      }
+      kernels::EtcMembershipBias(s_global, qa, part_of, not_part_of,
+                                 t.long_own_lo.narrow(0, b0 * b, rows),
+                                 t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
+      kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
+      const at::Tensor p = SoftmaxLastDimInPlace(s);  // a new p beside s held twice the chunk
+      at::Tensor out = Bf16SafeBmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
+      for (int64_t head = 0; head < h; ++head) {
+        at::Tensor out_head = out[head].view({blocks, b, dh});
+        Bf16SafeBaddbmm_(out_head, p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
+                         BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
+      }
+      const int64_t kept = std::min(rows, n_l - b0 * b);  // the last block's padding rows: not kept
+      l_out.narrow(0, b0 * b, kept)
+          .view({kept, h, dh})
+          .copy_(out.permute({1, 0, 2}).narrow(0, 0, kept));
     }
-    kernels::EtcMembershipBias(s_global, qa, part_of, not_part_of,
-                               t.long_own_lo.narrow(0, b0 * b, rows),
-                               t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
-    kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
-    const at::Tensor p = SoftmaxLastDimInPlace(s);  // a new p beside s held twice the chunk
-    at::Tensor out = Bf16SafeBmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
-    for (int64_t head = 0; head < h; ++head) {
-      at::Tensor out_head = out[head].view({blocks, b, dh});
-      Bf16SafeBaddbmm_(out_head, p[head].narrow(1, n_g, 3 * b).view({blocks, b, 3 * b}),
-                       BlockWindows(vl_buffer, head, n_pad, b, b0, blocks));
-    }
-    const int64_t kept = std::min(rows, n_l - b0 * b);  // the last block's padding rows: not kept
-    l_out.narrow(0, b0 * b, kept)
-        .view({kept, h, dh})
-        .copy_(out.permute({1, 0, 2}).narrow(0, 0, kept));
   }
 }
 

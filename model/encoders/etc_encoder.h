@@ -59,6 +59,11 @@ class EtcEncoder {
   EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
                     const StopCheck& stop = nullptr) const;
 
+  // On CPUs with the AVX-512 paths the inference path's attention runs the fused kernels
+  // (fused_etc_attention.h); false keeps LibTorch's chunked form there too: a before/after in
+  // one benchmark run, and the test that both forms agree.
+  void set_fused_cpu_attention(bool on) { fused_cpu_attention_ = on; }
+
  private:
   struct Layer {
     TransformerLayer base;                          // long (or shared) projections, output, FFN
@@ -88,6 +93,7 @@ class EtcEncoder {
 
   ModelConfig config_;
   int64_t score_budget_;
+  bool fused_cpu_attention_ = true;
   Embeddings embeddings_;
   std::vector<Layer> layers_;
 };

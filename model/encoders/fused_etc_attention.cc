@@ -23,6 +23,22 @@ constexpr int64_t kMaxVectorsPerHead = 8;  // dh up to 128
 
 int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
 
+// The context's rows: fp32 or bf16 (one pointer set), whatever the heads' dtype.
+struct Output {
+  float* f = nullptr;
+  at::BFloat16* bf16 = nullptr;
+};
+
+Output OutputOf(const at::Tensor& out) {
+  Output o;
+  if (out.scalar_type() == at::kFloat) {
+    o.f = out.data_ptr<float>();
+  } else {
+    o.bf16 = out.data_ptr<at::BFloat16>();
+  }
+  return o;
+}
+
 // What every task reads: raw pointers into EtcLongAttentionInputs' tensors, and the label table
 // as int32 (gathered 16 slots a load).
 template <typename T>
@@ -33,7 +49,7 @@ struct Shared {
   std::vector<int32_t> labels;  // [block, 3 * block]
   int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of;
   int64_t tp, lp;  // score columns (n_g global, then 3b local, rounded up), label columns
-  T* out;
+  Output out;
 };
 
 // A thread's buffers. kt holds the keys transposed: the head's global keys in columns [0, n_g)
@@ -46,38 +62,56 @@ struct Scratch {
   int64_t head = -1;
 };
 
+// scores[j] += the membership term for keys key0 + j, j < count: "part of" for the keys in the
+// row's own range [lo, hi) (none when lo < 0), "not part of" elsewhere; with mask_outside, a row
+// that has a range scores the keys outside it kEtcMaskedScore (ETC's hard g2l mask).
+LONGQA_AVX512 void AddMembership(float* scores, int64_t count, int64_t key0, int64_t lo, int64_t hi,
+                                 float outside, float inside, bool mask_outside) {
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 not_own = _mm512_set1_ps(outside), own_term = _mm512_set1_ps(inside);
+  const __m512 masked = _mm512_set1_ps(kernels::kEtcMaskedScore);
+  for (int64_t j = 0; j < count; j += 16) {
+    const __mmask16 m = simd::Lanes(count - j);
+    const __m512i key = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(key0 + j)));
+    const __mmask16 own =
+        lo < 0 ? 0
+               : _mm512_cmpge_epi32_mask(key, _mm512_set1_epi32(static_cast<int>(lo))) &
+                     _mm512_cmplt_epi32_mask(key, _mm512_set1_epi32(static_cast<int>(hi)));
+    __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, scores + j),
+                               _mm512_mask_blend_ps(own, not_own, own_term));
+    if (mask_outside && lo >= 0) sum = _mm512_mask_blend_ps(own, masked, sum);
+    _mm512_mask_storeu_ps(scores + j, m, sum);
+  }
+}
+
+// scores[j] += qa[labels[j]] for j < count; kEtcMaskedScore where the label is -1 or (when open
+// is not null) open[j] is 0.
+LONGQA_AVX512 void AddLabels(float* scores, int64_t count, const int32_t* labels,
+                             const int32_t* open, const float* qa) {
+  const __m512 masked = _mm512_set1_ps(kernels::kEtcMaskedScore);
+  for (int64_t j = 0; j < count; j += 16) {
+    const __mmask16 m = simd::Lanes(count - j);
+    const __m512i label = _mm512_maskz_loadu_epi32(m, labels + j);
+    __mmask16 valid = m & _mm512_cmpge_epi32_mask(label, _mm512_setzero_si512());
+    if (open != nullptr) {
+      valid &=
+          _mm512_cmpneq_epi32_mask(_mm512_maskz_loadu_epi32(m, open + j), _mm512_setzero_si512());
+    }
+    const __m512 term = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, label, qa, 4);
+    const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, scores + j), term);
+    _mm512_mask_storeu_ps(scores + j, m, _mm512_mask_blend_ps(valid, masked, sum));
+  }
+}
+
 // scores row r (query `row` of the request) += the membership term on the global columns and
 // the relative-label term on the local ones; masked pairs get kEtcMaskedScore.
 template <typename T>
 LONGQA_AVX512 void AddBiases(const Shared<T>& s, const Scratch& w, int64_t row,
                              int64_t row_in_block, float* scores, const float* qa) {
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const int64_t lo = s.own_lo[row], hi = s.own_hi[row];
-  const __m512 outside = _mm512_set1_ps(qa[s.not_part_of]), inside = _mm512_set1_ps(qa[s.part_of]);
-  for (int64_t j = 0; j < s.n_g; j += 16) {
-    const __mmask16 m = simd::Lanes(s.n_g - j);
-    const __m512i key = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(j)));
-    const __mmask16 own =
-        lo < 0 ? 0
-               : _mm512_cmpge_epi32_mask(key, _mm512_set1_epi32(static_cast<int>(lo))) &
-                     _mm512_cmplt_epi32_mask(key, _mm512_set1_epi32(static_cast<int>(hi)));
-    const __m512 term = _mm512_mask_blend_ps(own, outside, inside);
-    _mm512_mask_storeu_ps(scores + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, scores + j), term));
-  }
+  AddMembership(scores, s.n_g, 0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of], qa[s.part_of],
+                false);
   const int64_t slots = 3 * s.b;
-  const int32_t* labels = s.labels.data() + row_in_block * slots;
-  float* local = scores + s.n_g;
-  const __m512 masked = _mm512_set1_ps(kernels::kEtcMaskedScore);
-  for (int64_t j = 0; j < slots; j += 16) {
-    const __mmask16 m = simd::Lanes(slots - j);
-    const __m512i label = _mm512_maskz_loadu_epi32(m, labels + j);
-    const __m512i open = _mm512_maskz_loadu_epi32(m, w.slot_open.data() + j);
-    const __mmask16 valid = m & _mm512_cmpge_epi32_mask(label, _mm512_setzero_si512()) &
-                            _mm512_cmpneq_epi32_mask(open, _mm512_setzero_si512());
-    const __m512 term = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, label, qa, 4);
-    const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, local + j), term);
-    _mm512_mask_storeu_ps(local + j, m, _mm512_mask_blend_ps(valid, masked, sum));
-  }
+  AddLabels(scores + s.n_g, slots, s.labels.data() + row_in_block * slots, w.slot_open.data(), qa);
 }
 
 // Query rows [i0, i0 + R) of the block that starts at long row `first`: scores and label scores
@@ -99,8 +133,12 @@ LONGQA_AVX512 void RowBlock(const Shared<T>& s, Scratch& w, const float* q, int6
   attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data());
   const attention_tiles::ValueRows values[] = {{vg, dh, s.n_g, 0}, {vl, dh, 3 * s.b, s.n_g}};
   const int64_t d = s.h * dh;
-  attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(),
-                                      s.out + (first + i0) * d + head * dh, d);
+  const int64_t at = (first + i0) * d + head * dh;
+  if (s.out.f != nullptr) {
+    attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.f + at, d);
+  } else {
+    attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.bf16 + at, d);
+  }
 }
 
 template <int NV, int R, typename T>
@@ -207,7 +245,7 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
   s.block_index = in.block_index.data_ptr<int64_t>();
   const int64_t* labels = in.local_labels.data_ptr<int64_t>();
   s.labels.assign(labels, labels + in.local_labels.numel());
-  s.out = out.data_ptr<T>();
+  s.out = OutputOf(out);
   const int64_t dh = s.dh, slots = 3 * s.b;
   at::parallel_for(0, s.h * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch w;
@@ -232,63 +270,351 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
   });
 }
 
-void Require(bool ok, const char* what) {
-  if (!ok) throw std::invalid_argument(std::string("FusedEtcLongAttention: ") + what);
+// ---- Global queries: the long keys a chunk at a time, online softmax ----
+
+constexpr int64_t kKeyChunk = 256;  // keys packed at a time (a chunk's kt: 64 KiB at dh 64)
+constexpr int64_t kTaskRows = 32;   // global query rows a task
+
+template <typename T>
+struct GlobalShared {
+  const T *q, *kg, *vg, *kl, *vl;
+  const float* rel;  // [h, L, dh] in fp32
+  const int64_t *own_lo, *own_hi;
+  std::vector<int32_t> labels;  // g2g [n_g, n_g]
+  int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of, lp;
+  bool mask_outside;
+  Output out;
+};
+
+// A thread's buffers: a chunk's keys transposed and its column bias (0, then -inf past the
+// chunk's keys), the task's label scores, its rows' accumulators, running maxima and sums.
+struct GlobalScratch {
+  std::vector<float> kt, relt, column_bias, zeros, scores, qa, acc, top, total, alpha;
+  std::vector<float> q, v;  // fp32 copies of bf16 rows
+};
+
+// One chunk of `count` keys (packed in w.kt; v their fp32 value rows, dh apart) for the task's
+// query rows [i0, i0 + R) (request rows row0 + i0 + r): scores, the chunk's term, the running
+// maximum and sum, the accumulators.
+template <int NV, int R, typename T>
+LONGQA_AVX512 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch& w, const float* q,
+                                   int64_t row0, int64_t i0, bool long_keys, int64_t key0,
+                                   int64_t count, const float* v) {
+  constexpr int64_t dh = 16 * NV;
+  const int64_t tp = Round16(count);
+  float* scores = w.scores.data();
+  attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.kt.data(), tp, dh, _mm512_set1_ps(1.0f),
+                                w.column_bias.data(), scores);
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = row0 + i0 + r;
+    const float* qa = w.qa.data() + (i0 + r) * s.lp;
+    float* row_scores = scores + r * tp;
+    if (long_keys) {
+      AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
+                    qa[s.part_of], s.mask_outside);
+    } else {
+      AddLabels(row_scores, count, s.labels.data() + row * s.n_g + key0, nullptr, qa);
+    }
+    __m512 most = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < tp; j += 16) {
+      most = _mm512_max_ps(most, _mm512_loadu_ps(row_scores + j));
+    }
+    const float previous = w.top[i0 + r];
+    const float top = std::max(previous, _mm512_reduce_max_ps(most));
+    const __m512 shift = _mm512_set1_ps(top);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < tp; j += 16) {
+      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row_scores + j), shift));
+      sum = _mm512_add_ps(sum, e);
+      _mm512_storeu_ps(row_scores + j, e);
+    }
+    w.alpha[r] = std::exp(previous - top);  // 0 at the first chunk (previous = -inf)
+    w.total[i0 + r] = w.total[i0 + r] * w.alpha[r] + _mm512_reduce_add_ps(sum);
+    w.top[i0 + r] = top;
+  }
+  attention_tiles::AccumulateWeightedSum<R, NV>(scores, tp, {v, dh, count, 0}, w.alpha.data(),
+                                                w.acc.data() + i0 * dh, dh);
 }
 
-}  // namespace
+template <int NV, int R, typename T>
+LONGQA_AVX512 void GlobalChunkRowsOf(int rows, const GlobalShared<T>& s, GlobalScratch& w,
+                                     const float* q, int64_t row0, int64_t i0, bool long_keys,
+                                     int64_t key0, int64_t count, const float* v) {
+  if constexpr (R > 1) {
+    if (rows < R) {
+      return GlobalChunkRowsOf<NV, R - 1>(rows, s, w, q, row0, i0, long_keys, key0, count, v);
+    }
+  }
+  GlobalChunkRows<NV, R>(s, w, q, row0, i0, long_keys, key0, count, v);
+}
 
-bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in) {
-  const at::Tensor& q = in.queries;
+// The label scores q·a_K of rows [i0, i0 + R) into w.qa.
+template <int NV, int R>
+LONGQA_AVX512 void LabelScoresOf(int rows, GlobalScratch& w, const float* q, int64_t lp,
+                                 int64_t i0) {
+  if constexpr (R > 1) {
+    if (rows < R) return LabelScoresOf<NV, R - 1>(rows, w, q, lp, i0);
+  }
+  attention_tiles::ScoreRows<R>(q + i0 * 16 * NV, 16 * NV, w.relt.data(), lp, 16 * NV,
+                                _mm512_set1_ps(1.0f), w.zeros.data(), w.qa.data() + i0 * lp);
+}
+
+// Keys [key0, key0 + count) of k (rows dh apart) through every row of the task.
+template <int NV, typename T>
+LONGQA_AVX512 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, const float* q,
+                               int64_t row0, int64_t rows, bool long_keys, const T* k, const T* v,
+                               int64_t key0, int64_t count) {
+  constexpr int64_t dh = 16 * NV;
+  constexpr int R = RowsFor(NV);
+  const int64_t tp = Round16(count);
+  attention_tiles::PackKeysTransposed(k + key0 * dh, dh, count, dh, w.kt.data(), tp);
+  std::fill_n(w.column_bias.begin(), count, 0.0f);
+  std::fill(w.column_bias.begin() + count, w.column_bias.begin() + tp, -INFINITY);
+  const float* values = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    values = v + key0 * dh;
+  } else {
+    attention_tiles::ToFloatRows(v + key0 * dh, dh, count, dh, w.v.data());
+    values = w.v.data();
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += R) {
+    GlobalChunkRowsOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), s, w, q, row0, i0,
+                             long_keys, key0, count, values);
+  }
+}
+
+// Global rows [row0, row0 + rows) of head `head`.
+template <int NV, typename T>
+LONGQA_AVX512 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
+                                    int64_t row0, int64_t rows) {
+  constexpr int64_t dh = 16 * NV;
+  constexpr int R = RowsFor(NV);
+  const T* qt = s.q + (head * s.n_g + row0) * dh;
+  const float* q = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    q = qt;
+  } else {
+    attention_tiles::ToFloatRows(qt, dh, rows, dh, w.q.data());
+    q = w.q.data();
+  }
+  for (int64_t l = 0; l < s.num_labels; ++l) {
+    for (int64_t c = 0; c < dh; ++c) {
+      w.relt[c * s.lp + l] = s.rel[(head * s.num_labels + l) * dh + c];
+    }
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += R) {
+    LabelScoresOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), w, q, s.lp, i0);
+  }
+  std::fill_n(w.acc.begin(), rows * dh, 0.0f);
+  std::fill_n(w.total.begin(), rows, 0.0f);
+  std::fill_n(w.top.begin(), rows, -INFINITY);
+  const int64_t globals = head * s.n_g * dh, longs = (s.b + head * s.n_pad) * dh;
+  for (int64_t key0 = 0; key0 < s.n_g; key0 += kKeyChunk) {
+    GlobalChunk<NV>(s, w, q, row0, rows, false, s.kg + globals, s.vg + globals, key0,
+                    std::min(kKeyChunk, s.n_g - key0));
+  }
+  for (int64_t key0 = 0; key0 < s.n_l; key0 += kKeyChunk) {
+    GlobalChunk<NV>(s, w, q, row0, rows, true, s.kl + longs, s.vl + longs, key0,
+                    std::min(kKeyChunk, s.n_l - key0));
+  }
+  const int64_t d = s.h * dh;
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 inv = _mm512_set1_ps(1.0f / w.total[r]);
+    for (int64_t c = 0; c < dh; c += 16) {
+      const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(w.acc.data() + r * dh + c), inv);
+      const int64_t at = (row0 + r) * d + head * dh + c;
+      if (s.out.f != nullptr) {
+        simd::Store(s.out.f + at, x, 0xffff);
+      } else {
+        simd::Store(s.out.bf16 + at, x, 0xffff);
+      }
+    }
+  }
+}
+
+template <typename T>
+LONGQA_AVX512 void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
+                                           int64_t row0, int64_t rows) {
+  switch (s.dh / 16) {
+    case 1:
+      return AttendGlobalRows<1>(s, w, head, row0, rows);
+    case 2:
+      return AttendGlobalRows<2>(s, w, head, row0, rows);
+    case 3:
+      return AttendGlobalRows<3>(s, w, head, row0, rows);
+    case 4:
+      return AttendGlobalRows<4>(s, w, head, row0, rows);
+    case 5:
+      return AttendGlobalRows<5>(s, w, head, row0, rows);
+    case 6:
+      return AttendGlobalRows<6>(s, w, head, row0, rows);
+    case 7:
+      return AttendGlobalRows<7>(s, w, head, row0, rows);
+    case 8:
+      return AttendGlobalRows<8>(s, w, head, row0, rows);
+    default:
+      throw std::logic_error("FusedEtcGlobalAttention: head width not supported");
+  }
+}
+
+template <typename T>
+void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, at::Tensor& out) {
+  GlobalShared<T> s;
+  s.h = in.queries.size(0);
+  s.n_g = in.queries.size(1);
+  s.dh = in.queries.size(2);
+  s.n_l = in.n_l;
+  s.b = in.block;
+  s.n_pad = (in.long_keys.size(0) - 2 * s.b) / s.h;
+  s.num_labels = in.relative_keys.size(1);
+  s.part_of = in.part_of;
+  s.not_part_of = in.not_part_of;
+  s.lp = Round16(s.num_labels);
+  s.mask_outside = in.mask_outside;
+  s.q = in.queries.data_ptr<T>();
+  s.kg = in.global_keys.data_ptr<T>();
+  s.vg = in.global_values.data_ptr<T>();
+  s.kl = in.long_keys.data_ptr<T>();
+  s.vl = in.long_values.data_ptr<T>();
+  const at::Tensor rel = in.relative_keys.to(at::kFloat).contiguous();
+  s.rel = rel.data_ptr<float>();
+  s.own_lo = in.own_lo.data_ptr<int64_t>();
+  s.own_hi = in.own_hi.data_ptr<int64_t>();
+  const int64_t* labels = in.g2g_labels.data_ptr<int64_t>();
+  s.labels.assign(labels, labels + in.g2g_labels.numel());
+  s.out = OutputOf(out);
+  const int64_t dh = s.dh, groups = (rows + kTaskRows - 1) / kTaskRows;
+  at::parallel_for(0, s.h * groups, 1, [&](int64_t begin, int64_t end) {
+    GlobalScratch w;
+    w.kt.resize(dh * kKeyChunk);
+    w.column_bias.resize(kKeyChunk);
+    w.relt.assign(dh * s.lp, 0.0f);
+    w.zeros.assign(s.lp, 0.0f);
+    w.scores.resize(kMaxRows * kKeyChunk);
+    w.qa.resize(kTaskRows * s.lp);
+    w.acc.resize(kTaskRows * dh);
+    w.top.resize(kTaskRows);
+    w.total.resize(kTaskRows);
+    w.alpha.resize(kMaxRows);
+    if constexpr (!std::is_same_v<T, float>) {
+      w.q.resize(kTaskRows * dh);
+      w.v.resize(kKeyChunk * dh);
+    }
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t head = task / groups, row0 = r0 + (task % groups) * kTaskRows;
+      AttendGlobalRowsOfWidth(s, w, head, row0, std::min(kTaskRows, r0 + rows - row0));
+    }
+  });
+}
+
+void Require(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("fused ETC attention: ") + what);
+}
+
+// The queries' side of both Applies: the kernels read fp32 or bf16 heads of 16 to 128 features.
+bool QueriesApply(const at::Tensor& q) {
   if (!FusedCpuOpsAvailable() || !q.defined() || !q.is_cpu() || q.dim() != 3 ||
       (q.scalar_type() != at::kFloat && q.scalar_type() != at::kBFloat16) || q.requires_grad()) {
     return false;
   }
   const int64_t dh = q.size(2);
-  // The gathers' int32 offsets: a row of dh elements, 16 rows.
   return dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead;
+}
+
+// What both kernels read besides their queries and tables: keys and values of the queries'
+// dtype, contiguous on the CPU, in the documented shapes.
+void RequireKeysAndValues(const at::Tensor& queries, const at::Tensor& global_keys,
+                          const at::Tensor& global_values, const at::Tensor& long_keys,
+                          const at::Tensor& long_values, const at::Tensor& relative_keys,
+                          int64_t block, int64_t n_pad, const at::Tensor& out) {
+  const at::ScalarType dtype = queries.scalar_type();
+  for (const at::Tensor* t : {&queries, &global_keys, &global_values, &long_keys, &long_values}) {
+    Require(t->is_cpu() && t->is_contiguous() && t->scalar_type() == dtype,
+            "q, k and v must be contiguous CPU tensors of one dtype");
+  }
+  Require(out.is_cpu() && out.is_contiguous() &&
+              (out.scalar_type() == at::kFloat || out.scalar_type() == at::kBFloat16),
+          "out must be a contiguous fp32 or bf16 CPU tensor");
+  const int64_t h = queries.size(0), dh = queries.size(2);
+  Require(global_keys.dim() == 3 && global_keys.size(0) == h && global_keys.size(2) == dh &&
+              global_values.sizes() == global_keys.sizes(),
+          "global keys and values must be [h, n_g, dh]");
+  Require(block > 0 && long_keys.dim() == 2 && long_keys.size(0) == h * n_pad + 2 * block &&
+              long_keys.size(1) == dh && long_values.sizes() == long_keys.sizes(),
+          "long keys and values must be [block + h * n_pad + block, dh]");
+  Require(relative_keys.dim() == 3 && relative_keys.size(0) == h && relative_keys.size(2) == dh,
+          "relative keys must be [h, L, dh]");
+}
+
+void RequireTables(std::initializer_list<const at::Tensor*> tables) {
+  for (const at::Tensor* t : tables) {
+    Require(t->is_cpu() && t->is_contiguous() && t->scalar_type() == at::kLong,
+            "the tables must be contiguous int64 CPU tensors");
+  }
+}
+
+void RequireLabels(int64_t labels, int64_t part_of, int64_t not_part_of, const at::Tensor& table) {
+  Require(part_of >= 0 && part_of < labels && not_part_of >= 0 && not_part_of < labels,
+          "membership labels out of range");
+  Require(table.numel() == 0 || table.max().item<int64_t>() < labels, "a label out of range");
+}
+
+}  // namespace
+
+bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in) {
+  return QueriesApply(in.queries);
+}
+
+bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in) {
+  return QueriesApply(in.queries);
 }
 
 void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks,
                            at::Tensor out) {
   Require(FusedEtcLongAttentionApplies(in), "not an input of the fused path");
-  const at::ScalarType dtype = in.queries.scalar_type();
-  const at::Tensor& result = out;
-  for (const at::Tensor* t :
-       {&in.queries, &in.global_keys, &in.global_values, &in.long_keys, &in.long_values, &result}) {
-    Require(t->is_cpu() && t->is_contiguous() && t->scalar_type() == dtype,
-            "q, k, v and out must be contiguous CPU tensors of one dtype");
-  }
-  for (const at::Tensor* t : {&in.own_lo, &in.own_hi, &in.local_labels, &in.block_index}) {
-    Require(t->is_cpu() && t->is_contiguous() && t->scalar_type() == at::kLong,
-            "the tables must be contiguous int64 CPU tensors");
-  }
   const int64_t h = in.queries.size(0), n_pad = in.queries.size(1), dh = in.queries.size(2);
   const int64_t b = in.block;
-  Require(b > 0 && n_pad % b == 0 && in.n_l <= n_pad, "n_pad must be whole blocks holding n_l");
+  RequireKeysAndValues(in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
+                       in.relative_keys, b, n_pad, out);
+  RequireTables({&in.own_lo, &in.own_hi, &in.local_labels, &in.block_index});
+  Require(n_pad % b == 0 && in.n_l <= n_pad, "n_pad must be whole blocks holding n_l");
   Require(b0 >= 0 && blocks >= 0 && b0 + blocks <= n_pad / b, "blocks out of range");
-  Require(in.global_keys.dim() == 3 && in.global_keys.size(0) == h &&
-              in.global_keys.size(2) == dh && in.global_values.sizes() == in.global_keys.sizes(),
-          "global keys and values must be [h, n_g, dh]");
-  Require(in.long_keys.dim() == 2 && in.long_keys.size(0) == h * n_pad + 2 * b &&
-              in.long_keys.size(1) == dh && in.long_values.sizes() == in.long_keys.sizes(),
-          "long keys and values must be [block + h * n_pad + block, dh]");
-  Require(in.relative_keys.dim() == 3 && in.relative_keys.size(0) == h &&
-              in.relative_keys.size(2) == dh,
-          "relative keys must be [h, L, dh]");
-  const int64_t labels = in.relative_keys.size(1);
-  Require(in.part_of >= 0 && in.part_of < labels && in.not_part_of >= 0 && in.not_part_of < labels,
-          "membership labels out of range");
+  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, in.local_labels);
   Require(in.own_lo.numel() >= n_pad && in.own_hi.numel() >= n_pad, "own ranges need n_pad rows");
   Require(in.local_labels.numel() == b * 3 * b, "local labels must be [block, 3 * block]");
-  Require(in.local_labels.max().item<int64_t>() < labels, "a local label out of range");
   Require(in.block_index.numel() >= (n_pad / b) * 3 * b, "block index must cover every block");
   Require(out.dim() == 2 && out.size(0) == in.n_l && out.size(1) == h * dh,
           "out must be [n_l, h * dh]");
-  if (dtype == at::kFloat) {
+  if (in.queries.scalar_type() == at::kFloat) {
     Attend<float>(in, b0, blocks, out);
   } else {
     Attend<at::BFloat16>(in, b0, blocks, out);
+  }
+}
+
+void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows,
+                             at::Tensor out) {
+  Require(FusedEtcGlobalAttentionApplies(in), "not an input of the fused path");
+  const int64_t h = in.queries.size(0), n_g = in.queries.size(1), dh = in.queries.size(2);
+  const int64_t b = in.block;
+  Require(b > 0 && in.long_keys.dim() == 2 && (in.long_keys.size(0) - 2 * b) % h == 0,
+          "long keys must be [block + h * n_pad + block, dh]");
+  const int64_t n_pad = (in.long_keys.size(0) - 2 * b) / h;
+  RequireKeysAndValues(in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
+                       in.relative_keys, b, n_pad, out);
+  RequireTables({&in.own_lo, &in.own_hi, &in.g2g_labels});
+  Require(in.global_keys.size(1) == n_g, "one global key per global query");
+  Require(in.n_l >= 0 && in.n_l <= n_pad, "n_l must fit each head's rows");
+  Require(r0 >= 0 && rows >= 0 && r0 + rows <= n_g, "rows out of range");
+  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, in.g2g_labels);
+  Require(in.own_lo.numel() == n_g && in.own_hi.numel() == n_g, "own ranges need n_g rows");
+  Require(in.g2g_labels.numel() == n_g * n_g, "g2g labels must be [n_g, n_g]");
+  Require(out.dim() == 2 && out.size(0) == n_g && out.size(1) == h * dh,
+          "out must be [n_g, h * dh]");
+  if (in.queries.scalar_type() == at::kFloat) {
+    AttendGlobal<float>(in, r0, rows, out);
+  } else {
+    AttendGlobal<at::BFloat16>(in, r0, rows, out);
   }
 }
 

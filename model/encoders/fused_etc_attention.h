@@ -40,12 +40,38 @@ struct EtcLongAttentionInputs {
 // EtcEncoder takes its LibTorch form otherwise (and on a GPU).
 bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in);
 
-// out rows [b0 * block, min(n_l, (b0 + blocks) * block)) ([n_l, h * dh], the queries' dtype) =
+// out rows [b0 * block, min(n_l, (b0 + blocks) * block)) ([n_l, h * dh], fp32 or bf16) =
 // softmax over the global keys and the block's three neighbouring blocks of
 // q·k + q·a_K[label], where the label is part_of / not_part_of for a global key and the relative
 // label for a long key (pairs beyond the radius or at an empty slot masked, -1e30 as the LibTorch
 // form), times the values. Requires FusedEtcLongAttentionApplies(in).
 void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks,
                            at::Tensor out);
+
+// One request's global-query attention (g2g and g2l keys under one softmax) in the layout of
+// EtcEncoder::AttendInference; tensors as EtcLongAttentionInputs'.
+struct EtcGlobalAttentionInputs {
+  at::Tensor queries;                 // [h, n_g, dh], already times 1/sqrt(dh)
+  at::Tensor global_keys;             // [h, n_g, dh]
+  at::Tensor global_values;           // [h, n_g, dh]
+  at::Tensor long_keys, long_values;  // the padded head-major buffers, as above
+  at::Tensor relative_keys;           // [h, L, dh]
+  at::Tensor g2g_labels;              // int64 [n_g, n_g]: -1 masks the pair
+  at::Tensor own_lo, own_hi;  // int64 [n_g]: a global row's own long keys [lo, hi); lo < 0: none
+  int64_t part_of = 0, not_part_of = 0;
+  bool mask_outside = false;  // ETC's hard g2l mask: a row with a range sees no other long key
+  int64_t block = 0;          // the buffers' padding rows
+  int64_t n_l = 0;            // long keys (each head's n_pad rows hold n_l, then padding)
+};
+
+// Whether FusedEtcGlobalAttention computes these (as FusedEtcLongAttentionApplies).
+bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in);
+
+// out rows [r0, r0 + rows) ([n_g, h * dh], fp32 or bf16) = softmax over the global keys
+// (q·k + q·a_K[g2g label]) and the long keys (q·k + q·a_K[part_of / not_part_of]), times the
+// values: the long keys a chunk at a time with a running maximum and sum (online softmax), so no
+// [n_g, n_l] block exists. Requires FusedEtcGlobalAttentionApplies(in).
+void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows,
+                             at::Tensor out);
 
 }  // namespace longqa

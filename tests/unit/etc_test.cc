@@ -5,9 +5,11 @@
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 #include "model/encoders/etc_encoder.h"
+#include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/precision.h"
 #include "model/engine.h"
@@ -187,16 +189,62 @@ TEST(EtcTest, ChunkedAttentionMatchesTheReference) {
   }
 }
 
-TEST(EtcTest, HeadsOfSixteenFeaturesTakeTheFusedLongAttention) {
-  // dh 16: on CPUs with the AVX-512 paths the inference path's long queries run
-  // FusedEtcLongAttention (fused_etc_attention_test checks the kernel alone); the trainable path
-  // never does. Both against the pairwise reference, with blocks at the document's ends, padding
-  // rows, own ranges and the hard mask.
+TEST(EtcTest, HeadsOfSixteenFeaturesTakeTheFusedAttention) {
+  // dh 16: on CPUs with the AVX-512 paths the inference path's global and long queries run the
+  // fused kernels (fused_etc_attention_test checks them alone); the trainable path never does. Both
+  // against the pairwise reference, with blocks at the document's ends, padding rows, own ranges
+  // and the hard mask.
   for (bool hard_mask : {false, true}) {
     SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no hard mask");
     ModelConfig c = EtcConfig(2, 5, 3, !hard_mask, hard_mask);
     c.hidden_size = 32;
     ExpectEtcMatchesReference(c, {RandomEtcInput(c, 3, {20, 7, 0, 31, 5}, 15)}, 30);
+  }
+}
+
+TEST(EtcTest, FusedCpuAttentionMatchesLibTorchsInferenceForm) {
+  // The inference path with the fused kernels against the same path in LibTorch's chunked form,
+  // at heads of 64 features: more global rows than a fused call's 64 and more long blocks than
+  // its 32 (several calls each), with and without the hard mask. fp32: the two forms within
+  // 1e-4. bf16 layers: the fused kernels score in fp32 where LibTorch's form scores and weighs in
+  // bf16, so each is compared with the fp32 states: the fused form no further from them
+  // than LibTorch's, within 10% (the bf16 Linear layers' rounding dominates both; printed).
+  if (!FusedCpuOpsAvailable()) GTEST_SKIP() << "no AVX-512: only LibTorch's form runs here";
+  for (const bool hard_mask : {false, true}) {
+    SCOPED_TRACE(hard_mask ? "hard mask" : "no hard mask");
+    ModelConfig c = EtcConfig(2, 4, 3, !hard_mask, hard_mask);
+    c.hidden_size = 128;
+    c.intermediate_size = 64;
+    const std::vector<EtcInput> inputs = {
+        RandomEtcInput(c, 5, std::vector<int64_t>(70, 11), 33),  // n_g 76, 770 long tokens
+        RandomEtcInput(c, 2, {300, 40, 9}, 34)};
+    const TensorMap w = SpreadWeights(c, 35);
+    const at::AutoGradMode grad(false);
+    EtcOutput fused[2], libtorch[2];  // fp32, bf16
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      const int i = precision == Precision::kBf16;
+      EtcEncoder encoder(c, w, kEtcScoreBudget, precision);
+      fused[i] = encoder.Forward(inputs, at::kCPU);
+      encoder.set_fused_cpu_attention(false);
+      libtorch[i] = encoder.Forward(inputs, at::kCPU);
+    }
+    const auto max_diff = [](const at::Tensor& a, const at::Tensor& b) {
+      return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+    };
+    EXPECT_GT(max_diff(fused[0].long_states, libtorch[0].long_states), 0);  // both forms ran
+    EXPECT_LE(max_diff(fused[0].long_states, libtorch[0].long_states), 1e-4);
+    EXPECT_LE(max_diff(fused[0].global_states, libtorch[0].global_states), 1e-4);
+    const at::Tensor fp32_long = libtorch[0].long_states, fp32_global = libtorch[0].global_states;
+    const double fused_long = max_diff(fused[1].long_states, fp32_long);
+    const double libtorch_long = max_diff(libtorch[1].long_states, fp32_long);
+    const double fused_global = max_diff(fused[1].global_states, fp32_global);
+    const double libtorch_global = max_diff(libtorch[1].global_states, fp32_global);
+    std::printf(
+        "bf16 against fp32, max |difference|: long %.3g fused, %.3g LibTorch; global %.3g "
+        "fused, %.3g LibTorch\n",
+        fused_long, libtorch_long, fused_global, libtorch_global);
+    EXPECT_LE(fused_long, 1.1 * libtorch_long);
+    EXPECT_LE(fused_global, 1.1 * libtorch_global);
   }
 }
 

@@ -5,7 +5,9 @@
 // padding rows in the last block, and a range of blocks (rows outside it untouched). fp32 and
 // bf16 inputs; tolerance: fp32 2e-5 absolute (sums of up to ~300 terms of values in [-1, 1]),
 // bf16 2e-2 (the kernel's output rounded to bf16: 2^-8 relative; the fp64 reference reads the same
-// bf16 inputs). The encoder that uses it: etc_test's heads of 16 features.
+// bf16 inputs), 2e-5 for bf16 heads into an fp32 output (the encoder's bf16 layers). The global
+// queries likewise, over more keys than one chunk of the online softmax, with the hard mask. The
+// encoder that uses it: etc_test's heads of 16 features.
 #include "model/encoders/fused_etc_attention.h"
 
 #include <ATen/ATen.h>
@@ -13,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/etc_score_bias.h"
@@ -121,16 +124,20 @@ TEST(FusedEtcAttentionTest, MatchesTheFormulaInFp64) {
                                    {2, 48, 16, 33, 8, 12}, {1, 112, 5, 64, 16, 6}};
   uint64_t seed = 5;
   for (const Case& c : cases) {
-    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const auto& [dtype, out_dtype] :
+         std::vector<std::pair<at::ScalarType, at::ScalarType>>{{at::kFloat, at::kFloat},
+                                                                {at::kBFloat16, at::kBFloat16},
+                                                                {at::kBFloat16, at::kFloat}}) {
       SCOPED_TRACE(testing::Message()
                    << "h " << c.heads << " dh " << c.dh << " n_g " << c.n_g << " n_l " << c.n_l
-                   << " block " << c.block << " " << c10::toString(dtype));
+                   << " block " << c.block << " " << c10::toString(dtype) << " into "
+                   << c10::toString(out_dtype));
       const Inputs in = RandomInputs(c, dtype, ++seed);
       ASSERT_TRUE(FusedEtcLongAttentionApplies(in.fused));
       const int64_t nb = (c.n_l + c.block - 1) / c.block;
       // Blocks [1, nb - 1) first (all of them for one block), then the rest.
       const int64_t b0 = nb > 2 ? 1 : 0, blocks = nb > 2 ? nb - 2 : nb;
-      at::Tensor out = at::full({c.n_l, c.heads * c.dh}, 7.0, dtype);
+      at::Tensor out = at::full({c.n_l, c.heads * c.dh}, 7.0, out_dtype);
       FusedEtcLongAttention(in.fused, b0, blocks, out);
       const int64_t first = b0 * c.block, last = std::min(c.n_l, (b0 + blocks) * c.block);
       for (int64_t i = 0; i < c.n_l; ++i) {
@@ -141,13 +148,108 @@ TEST(FusedEtcAttentionTest, MatchesTheFormulaInFp64) {
         FusedEtcLongAttention(in.fused, 0, 1, out);
         FusedEtcLongAttention(in.fused, nb - 1, 1, out);
       }
-      const double tolerance = dtype == at::kFloat ? 2e-5 : 2e-2;
+      const double tolerance = out_dtype == at::kFloat ? 2e-5 : 2e-2;
       double worst = 0;
       for (int64_t i = 0; i < c.n_l; ++i) {
         const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
         worst = std::max(worst, (got - ReferenceRow(in, i)).abs().max().item<double>());
       }
       EXPECT_LE(worst, tolerance);
+    }
+  }
+}
+
+// The global queries' inputs over the same keys and values: random g2g labels (some -1), own
+// ranges of long keys (none for some rows; the hard mask hides the rest of a row that has one).
+EtcGlobalAttentionInputs GlobalInputs(const Inputs& in, bool mask_outside, uint64_t seed) {
+  at::manual_seed(seed);
+  const EtcLongAttentionInputs& f = in.fused;
+  const int64_t n_g = f.global_keys.size(1), labels = f.relative_keys.size(1);
+  EtcGlobalAttentionInputs g;
+  g.queries = (at::rand(f.global_keys.sizes(), at::kDouble) * 2 - 1).to(f.queries.scalar_type());
+  g.global_keys = f.global_keys;
+  g.global_values = f.global_values;
+  g.long_keys = f.long_keys;
+  g.long_values = f.long_values;
+  g.relative_keys = f.relative_keys;
+  g.g2g_labels = at::randint(-1, labels - 2, {n_g, n_g}, at::kLong);
+  const at::Tensor lo = at::randint(-f.n_l / 3, f.n_l, {n_g}, at::kLong).clamp_min(-1);
+  g.own_lo = lo;
+  g.own_hi = at::where(lo.ge(0), (lo + at::randint(0, 40, {n_g}, at::kLong)).clamp_max(f.n_l),
+                       at::full({n_g}, -1, at::kLong));
+  g.part_of = f.part_of;
+  g.not_part_of = f.not_part_of;
+  g.mask_outside = mask_outside;
+  g.block = f.block;
+  g.n_l = f.n_l;
+  return g;
+}
+
+// Global row i's context [h, dh] in fp64: every global key (its g2g label's term, or masked) and
+// every long key (the membership term; masked outside the row's range under the hard mask).
+at::Tensor ReferenceGlobalRow(const Inputs& in, const EtcGlobalAttentionInputs& g, int64_t i) {
+  const at::Tensor q = g.queries.select(1, i).to(at::kDouble);  // [h, dh]
+  const at::Tensor qa =
+      at::bmm(q.unsqueeze(1), g.relative_keys.to(at::kDouble).transpose(1, 2)).squeeze(1);
+  const at::Tensor labels = g.g2g_labels[i];
+  const at::Tensor global_scores =
+      at::bmm(q.unsqueeze(1), g.global_keys.to(at::kDouble).transpose(1, 2)).squeeze(1) +
+      qa.index_select(1, labels.clamp_min(0));
+  const int64_t lo = g.own_lo[i].item<int64_t>(), hi = g.own_hi[i].item<int64_t>();
+  const at::Tensor key = at::arange(g.n_l, at::kLong);
+  const at::Tensor own =
+      lo >= 0 ? key.ge(lo).logical_and(key.lt(hi)) : at::zeros_like(key).to(at::kBool);
+  at::Tensor long_scores =
+      at::bmm(q.unsqueeze(1), in.long_k.to(at::kDouble).transpose(1, 2)).squeeze(1) +
+      at::where(own, qa.select(1, g.part_of).unsqueeze(1),
+                qa.select(1, g.not_part_of).unsqueeze(1));
+  if (g.mask_outside && lo >= 0) {
+    long_scores = long_scores.masked_fill(own.logical_not(), kernels::kEtcMaskedScore);
+  }
+  const at::Tensor scores =
+      at::cat({global_scores.masked_fill(labels.lt(0), kernels::kEtcMaskedScore), long_scores}, 1);
+  const at::Tensor values =
+      at::cat({g.global_values, in.long_v}, 1).to(at::kDouble);  // [h, keys, dh]
+  return at::bmm(at::softmax(scores, 1).unsqueeze(1), values).squeeze(1);
+}
+
+TEST(FusedEtcAttentionTest, GlobalQueriesMatchTheFormulaInFp64) {
+  if (!FusedCpuOpsAvailable()) GTEST_SKIP() << "no AVX-512: the fused kernel is not used";
+  // More long keys than a key chunk (256) and global rows than a task (32), so the online softmax
+  // and the row groups are exercised; out in fp32 for bf16 heads too (the encoder's bf16 layers).
+  const std::vector<Case> cases = {{2, 16, 3, 50, 5, 9},
+                                   {3, 64, 45, 600, 12, 27},
+                                   {1, 128, 1, 7, 4, 5},
+                                   {2, 32, 70, 300, 85, 27},
+                                   {1, 48, 33, 257, 8, 12}};
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      for (const bool mask_outside : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "h " << c.heads << " dh " << c.dh << " n_g " << c.n_g << " n_l " << c.n_l
+                     << " " << c10::toString(dtype) << (mask_outside ? " hard mask" : ""));
+        const Inputs in = RandomInputs(c, dtype, ++seed);
+        const EtcGlobalAttentionInputs g = GlobalInputs(in, mask_outside, ++seed);
+        ASSERT_TRUE(FusedEtcGlobalAttentionApplies(g));
+        at::Tensor out = at::full({c.n_g, c.heads * c.dh}, 7.0, at::kFloat);
+        const int64_t r0 = c.n_g > 2 ? 1 : 0, rows = c.n_g > 2 ? c.n_g - 2 : c.n_g;
+        FusedEtcGlobalAttention(g, r0, rows, out);
+        for (int64_t i = 0; i < c.n_g; ++i) {
+          if (i >= r0 && i < r0 + rows) continue;
+          ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+        }
+        if (c.n_g > 2) {
+          FusedEtcGlobalAttention(g, 0, 1, out);
+          FusedEtcGlobalAttention(g, c.n_g - 1, 1, out);
+        }
+        double worst = 0;
+        for (int64_t i = 0; i < c.n_g; ++i) {
+          const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
+          worst = std::max(worst, (got - ReferenceGlobalRow(in, g, i)).abs().max().item<double>());
+        }
+        EXPECT_LE(worst, 2e-5);  // fp32 arithmetic and output, from the same (bf16) inputs
+      }
     }
   }
 }
