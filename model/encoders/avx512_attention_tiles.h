@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "model/encoders/avx512_vector.h"
@@ -194,6 +195,187 @@ LONGQA_AVX512 inline void AccumulateWeightedSum(const float* weights, int64_t wl
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(weight, value[v], acc[r][v]);
     }
   }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc_rows + r * acc_ld + 16 * v, acc[r][v]);
+  }
+}
+
+// ---- bf16 heads: VDPBF16PS (AVX512_BF16), two features or two keys a multiply-add ----
+// Operands are pairs of bf16 in 32 bits (the even element in the low half): a query's features
+// (c, c + 1) against 16 keys' same pair; a row's weights for keys (j, j + 1) against 16 features
+// of both keys' values. Products are summed in fp32; the attention weights are rounded to bf16
+// (as LibTorch's bf16 path and the AMX form round them); the rows' sums stay fp32.
+
+#define LONGQA_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+
+// kp[(c / 2) * tp + col0 + j] = K[j][c] | K[j][c + 1] << 16 for the `count` keys j of K (rows
+// `ld` apart), zero pairs for the columns up to col0 + round16(count).
+LONGQA_AVX512_BF16 inline void PackKeyPairs(const at::BFloat16* k, int64_t ld, int64_t count,
+                                            int64_t dh, uint32_t* kp, int64_t tp,
+                                            int64_t col0 = 0) {
+  const __m512i offsets = RowOffsets<at::BFloat16>(ld);
+  for (int64_t j = 0; j < count; j += 16) {
+    const __mmask16 m = simd::Lanes(count - j);
+    for (int64_t c = 0; c < dh; c += 2) {
+      _mm512_storeu_si512(
+          kp + (c / 2) * tp + col0 + j,
+          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offsets, k + j * ld + c, 1));
+    }
+  }
+}
+
+// 16 values of row j from feature f, zero-extended to 32 bits; zero for the rows past count.
+LONGQA_AVX512_BF16 inline __m512i ValueRowBits(const at::BFloat16* v, int64_t ld, int64_t count,
+                                               int64_t j, int64_t f) {
+  if (j >= count) return _mm512_setzero_si512();
+  return _mm512_cvtepu16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + j * ld + f)));
+}
+
+// vp[(j / 2) * dh + f] = V[j][f] | V[j + 1][f] << 16 for the `count` value rows (`ld` apart); the
+// missing row of an odd count is zero.
+LONGQA_AVX512_BF16 inline void PackValuePairs(const at::BFloat16* v, int64_t ld, int64_t count,
+                                              int64_t dh, uint32_t* vp) {
+  for (int64_t j = 0; j < count; j += 2) {
+    for (int64_t f = 0; f < dh; f += 16) {
+      _mm512_storeu_si512(
+          vp + (j / 2) * dh + f,
+          _mm512_or_si512(ValueRowBits(v, ld, count, j, f),
+                          _mm512_slli_epi32(ValueRowBits(v, ld, count, j + 1, f), 16)));
+    }
+  }
+}
+
+// Pair c of a bf16 row, broadcast.
+LONGQA_AVX512_BF16 inline __m512bh PairOf(const at::BFloat16* row, int64_t c) {
+  uint32_t bits;
+  std::memcpy(&bits, row + c, sizeof(bits));
+  return (__m512bh)_mm512_set1_epi32(static_cast<int>(bits));
+}
+
+// ScoreTile for bf16 query rows (`ld` apart) and keys packed by PackKeyPairs.
+template <int R, int NJ>
+LONGQA_AVX512_BF16 inline void ScoreTileBf16(const at::BFloat16* q, int64_t ld, const uint32_t* kp,
+                                             int64_t tp, int64_t dh, __m512 scale,
+                                             const float* bias, float* scores, int64_t j) {
+  __m512 acc[R][NJ];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < dh; c += 2) {
+    __m512bh key[NJ];
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v)
+      key[v] = (__m512bh)_mm512_loadu_si512(kp + (c / 2) * tp + j + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512bh pair = PairOf(q + r * ld, c);
+#pragma GCC unroll 3
+      for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pair, key[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) {
+      const int64_t at = j + 16 * v;
+      _mm512_storeu_ps(scores + r * tp + at,
+                       _mm512_fmadd_ps(acc[r][v], scale, _mm512_loadu_ps(bias + at)));
+    }
+  }
+}
+
+template <int R>
+LONGQA_AVX512_BF16 inline void ScoreRowsBf16(const at::BFloat16* q, int64_t ld, const uint32_t* kp,
+                                             int64_t tp, int64_t dh, __m512 scale,
+                                             const float* bias, float* scores) {
+  int64_t j = 0;
+  for (; j + 48 <= tp; j += 48) ScoreTileBf16<R, 3>(q, ld, kp, tp, dh, scale, bias, scores, j);
+  if (tp - j == 32) ScoreTileBf16<R, 2>(q, ld, kp, tp, dh, scale, bias, scores, j);
+  if (tp - j == 16) ScoreTileBf16<R, 1>(q, ld, kp, tp, dh, scale, bias, scores, j);
+}
+
+// `rows` rows of fp32 weights [rows][tp] (tp a multiple of 16) rounded to bf16 (nearest even).
+LONGQA_AVX512_BF16 inline void WeightsToBf16(const float* weights, int rows, int64_t tp,
+                                             at::BFloat16* out) {
+  for (int64_t i = 0; i < rows * tp; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(weights + i)));
+  }
+}
+
+// A run of value rows packed by PackValuePairs, and the weights' column of its first row (even).
+struct ValuePairs {
+  const uint32_t* vp;
+  int64_t count;
+  int64_t col0;
+};
+
+// R x NV accumulators of sum over the runs' rows j of weights[r][col0 + j] v_j (bf16 weights
+// `wld` apart; a run's odd last row pairs with a zero value).
+template <int R, int NV, size_t N>
+LONGQA_AVX512_BF16 inline void SumValuePairs(const at::BFloat16* weights, int64_t wld,
+                                             const ValuePairs (&runs)[N], __m512 (&acc)[R][NV]) {
+  constexpr int64_t dh = 16 * NV;
+  for (const ValuePairs& run : runs) {
+    for (int64_t j = 0; j < run.count; j += 2) {
+      __m512bh value[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        value[v] = (__m512bh)_mm512_loadu_si512(run.vp + (j / 2) * dh + 16 * v);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512bh pair = PairOf(weights + r * wld, run.col0 + j);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pair, value[v]);
+      }
+    }
+  }
+}
+
+// WeightedSum for bf16 weights and value pairs.
+template <int R, int NV, typename T, size_t N>
+LONGQA_AVX512_BF16 inline void WeightedSumBf16(const at::BFloat16* weights, int64_t wld,
+                                               const ValuePairs (&runs)[N], const float* inv_sum,
+                                               T* out, int64_t out_ld) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  SumValuePairs<R, NV>(weights, wld, runs, acc);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 inv = _mm512_set1_ps(inv_sum[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      simd::Store(out + r * out_ld + 16 * v, _mm512_mul_ps(acc[r][v], inv), 0xffff);
+    }
+  }
+}
+
+// AccumulateWeightedSum for bf16 weights and value pairs.
+template <int R, int NV>
+LONGQA_AVX512_BF16 inline void AccumulateWeightedSumBf16(const at::BFloat16* weights, int64_t wld,
+                                                         const ValuePairs& run, const float* alpha,
+                                                         float* acc_rows, int64_t acc_ld) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 keep = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = _mm512_mul_ps(keep, _mm512_loadu_ps(acc_rows + r * acc_ld + 16 * v));
+    }
+  }
+  const ValuePairs runs[] = {run};
+  SumValuePairs<R, NV>(weights, wld, runs, acc);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8

@@ -24,16 +24,15 @@ namespace {
 
 constexpr int64_t kMaxVectorsPerHead = 8;  // dh up to 128
 using attention_tiles::kMaxRows;
-using attention_tiles::RowOffsets;
 using attention_tiles::RowsFor;
 
-// One head of one window as the kernels read it: fp32 queries and values, rows `ld` floats apart
-// (the stacked projection itself, or a task's fp32 copy of a bf16 head), t tokens, tp = t rounded
-// up to 16; the context (fp32 or bf16: T) rows `out_ld` apart.
+// One head of one window as the kernels read it: queries and values (fp32 or bf16: T) rows `ld`
+// apart (the stacked projection itself), t tokens, tp = t rounded up to 16; the context rows
+// `out_ld` apart.
 template <typename T>
 struct Head {
-  const float* q;
-  const float* v;
+  const T* q;
+  const T* v;
   int64_t ld;
   int64_t t;
   int64_t tp;
@@ -41,31 +40,45 @@ struct Head {
   int64_t out_ld;
 };
 
-// A task's buffers: the keys transposed [dh][tp], a block of query rows' scores [rows][tp], the
-// key bias [tp] and the rows' 1 / sum of exponentials; for bf16 heads, fp32 copies of the queries
-// and values [t][dh] (converted once a head, not once a row block).
+// A task's buffers: the keys transposed [dh][tp] (fp32 heads; bf16 heads: their feature pairs
+// [dh/2][tp] and the values' key pairs [tp/2][dh], packed once a head), a block of query rows'
+// scores [rows][tp] (bf16 heads: and their weights rounded to bf16), the key bias [tp] and the
+// rows' 1 / sum of exponentials.
 struct Scratch {
-  std::vector<float> kt, scores, bias, inv_sum, q, v;
+  std::vector<float> kt, scores, bias, inv_sum;
+  std::vector<uint32_t> kp, vp;
+  std::vector<at::BFloat16> weights;
 };
 
 // Query rows [i0, i0 + R) of one head: scores (in L1), softmax, weighted sum into the context.
+// fp32 heads in fp32 FMAs; bf16 heads by AVX512_BF16 dot products (attention_tiles).
 template <int NV, int R, typename T>
-LONGQA_AVX512 void RowBlock(const Head<T>& h, int64_t i0, Scratch& w) {
+LONGQA_AVX512_BF16 void RowBlock(const Head<T>& h, int64_t i0, Scratch& w) {
   constexpr int64_t dh = 16 * NV;
   const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(static_cast<float>(dh)));
   float* scores = w.scores.data();
-  attention_tiles::ScoreRows<R>(h.q + i0 * h.ld, h.ld, w.kt.data(), h.tp, dh, scale, w.bias.data(),
-                                scores);
-  attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
-  const attention_tiles::ValueRows values[] = {{h.v, h.ld, h.t, 0}};
-  attention_tiles::WeightedSum<R, NV>(scores, h.tp, values, w.inv_sum.data(), h.out + i0 * h.out_ld,
-                                      h.out_ld);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::ScoreRows<R>(h.q + i0 * h.ld, h.ld, w.kt.data(), h.tp, dh, scale,
+                                  w.bias.data(), scores);
+    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
+    const attention_tiles::ValueRows values[] = {{h.v, h.ld, h.t, 0}};
+    attention_tiles::WeightedSum<R, NV>(scores, h.tp, values, w.inv_sum.data(),
+                                        h.out + i0 * h.out_ld, h.out_ld);
+  } else {
+    attention_tiles::ScoreRowsBf16<R>(h.q + i0 * h.ld, h.ld, w.kp.data(), h.tp, dh, scale,
+                                      w.bias.data(), scores);
+    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
+    attention_tiles::WeightsToBf16(scores, R, h.tp, w.weights.data());
+    const attention_tiles::ValuePairs values[] = {{w.vp.data(), h.t, 0}};
+    attention_tiles::WeightedSumBf16<R, NV>(w.weights.data(), h.tp, values, w.inv_sum.data(),
+                                            h.out + i0 * h.out_ld, h.out_ld);
+  }
 }
 
 // RowBlock for the last block's `rows` < R rows too (a kernel of each size, as the accumulators
 // are registers).
 template <int NV, int R, typename T>
-LONGQA_AVX512 void RowBlockOf(int rows, const Head<T>& h, int64_t i0, Scratch& w) {
+LONGQA_AVX512_BF16 void RowBlockOf(int rows, const Head<T>& h, int64_t i0, Scratch& w) {
   if constexpr (R > 1) {
     if (rows < R) return RowBlockOf<NV, R - 1>(rows, h, i0, w);
   }
@@ -74,20 +87,18 @@ LONGQA_AVX512 void RowBlockOf(int rows, const Head<T>& h, int64_t i0, Scratch& w
 
 // One head: rows q, k, v of the stacked projection (`ld` apart), the context to `out`.
 template <int NV, typename T>
-LONGQA_AVX512 void AttendHead(const T* q, const T* k, const T* v, int64_t ld, int64_t t, int64_t tp,
-                              const bool* valid, T* out, int64_t out_ld, Scratch& w) {
+LONGQA_AVX512_BF16 void AttendHead(const T* q, const T* k, const T* v, int64_t ld, int64_t t,
+                                   int64_t tp, const bool* valid, T* out, int64_t out_ld,
+                                   Scratch& w) {
   constexpr int64_t dh = 16 * NV;
-  attention_tiles::PackKeysTransposed(k, ld, t, dh, w.kt.data(), tp);
-  FillKeyBias(valid, t, tp, w.bias.data());
-  Head<T> h{nullptr, nullptr, ld, t, tp, out, out_ld};
   if constexpr (std::is_same_v<T, float>) {
-    h.q = q;
-    h.v = v;
+    attention_tiles::PackKeysTransposed(k, ld, t, dh, w.kt.data(), tp);
   } else {
-    attention_tiles::ToFloatRows(q, ld, t, dh, w.q.data());
-    attention_tiles::ToFloatRows(v, ld, t, dh, w.v.data());
-    h = Head<T>{w.q.data(), w.v.data(), dh, t, tp, out, out_ld};
+    attention_tiles::PackKeyPairs(k, ld, t, dh, w.kp.data(), tp);
+    attention_tiles::PackValuePairs(v, ld, t, dh, w.vp.data());
   }
+  FillKeyBias(valid, t, tp, w.bias.data());
+  const Head<T> h{q, v, ld, t, tp, out, out_ld};
   constexpr int R = RowsFor(NV);
   for (int64_t i0 = 0; i0 < t; i0 += R) {
     RowBlockOf<NV, R>(static_cast<int>(std::min<int64_t>(R, t - i0)), h, i0, w);
@@ -95,7 +106,7 @@ LONGQA_AVX512 void AttendHead(const T* q, const T* k, const T* v, int64_t ld, in
 }
 
 template <typename T, typename... Args>
-LONGQA_AVX512 void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
+LONGQA_AVX512_BF16 void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
   switch (nv) {
     case 1:
       return AttendHead<1>(q, args...);
@@ -168,33 +179,13 @@ struct AmxScratch {
   std::vector<float> scores, context, bias, inv_sum;  // [16][tp], [16][dh], [tp], [16]
 };
 
-// 16 values of row r from feature f, zero-extended to 32 bits; zero for the rows past t.
-LONGQA_AMX inline __m512i ValueRow(const at::BFloat16* v, int64_t ld, int64_t t, int64_t r,
-                                   int64_t f) {
-  if (r >= t) return _mm512_setzero_si512();
-  return _mm512_cvtepu16_epi32(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + r * ld + f)));
-}
-
-// The operand layouts of TDPBF16PS's second operand: pairs along the summed dimension.
+// The operand layouts of TDPBF16PS's second operand: pairs along the summed dimension, as the
+// AVX512_BF16 form packs them; the key columns and value rows past t (up to tp) stay zero from
+// the scratch's allocation (t is one call's window length).
 LONGQA_AMX void PackPairs(const at::BFloat16* k, const at::BFloat16* v, int64_t ld, int64_t t,
                           int64_t tp, int64_t dh, AmxScratch& w) {
-  const __m512i offsets = RowOffsets<at::BFloat16>(ld);
-  for (int64_t j = 0; j < tp; j += 16) {
-    const __mmask16 m = j < t ? simd::Lanes(t - j) : 0;  // keys past t: zero, never read
-    for (int64_t c = 0; c < dh; c += 2) {
-      _mm512_storeu_si512(
-          w.key_pairs.data() + (c / 2) * tp + j,
-          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offsets, k + j * ld + c, 1));
-    }
-  }
-  for (int64_t j = 0; j < tp; j += 2) {
-    for (int64_t f = 0; f < dh; f += 16) {
-      _mm512_storeu_si512(w.value_pairs.data() + (j / 2) * dh + f,
-                          _mm512_or_si512(ValueRow(v, ld, t, j, f),
-                                          _mm512_slli_epi32(ValueRow(v, ld, t, j + 1, f), 16)));
-    }
-  }
+  attention_tiles::PackKeyPairs(k, ld, t, dh, w.key_pairs.data(), tp);
+  attention_tiles::PackValuePairs(v, ld, t, dh, w.value_pairs.data());
 }
 
 // scores [16][tp] (q . k) → weights [16][tp] = bf16(e^(scale q.k + bias - row max)), and
@@ -334,10 +325,6 @@ bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
   return FormFor(qkv, heads) != Form::kNone;
 }
 
-bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads) {
-  return FormFor(qkv, heads) == Form::kAvx512 && UsesAmx(qkv, qkv.size(2) / (3 * heads));
-}
-
 at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
   const Form form = FormFor(qkv, heads);
   if (form == Form::kNone) {
@@ -384,13 +371,15 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
   const auto attend = [&](const auto* in, auto* context) {
     at::parallel_for(0, b * heads, 1, [&](int64_t begin, int64_t end) {
       Scratch w;
-      w.kt.resize(dh * tp);
       w.scores.resize(kMaxRows * tp);
       w.bias.resize(tp);
       w.inv_sum.resize(kMaxRows);
-      if (qkv.scalar_type() != at::kFloat) {
-        w.q.resize(t * dh);
-        w.v.resize(t * dh);
+      if (qkv.scalar_type() == at::kFloat) {
+        w.kt.resize(dh * tp);
+      } else {
+        w.kp.resize(dh / 2 * tp);
+        w.vp.resize((t + 1) / 2 * dh);
+        w.weights.resize(kMaxRows * tp);
       }
       for (int64_t job = begin; job < end; ++job) {
         const int64_t window = job / heads, head = job % heads;

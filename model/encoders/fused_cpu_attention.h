@@ -5,9 +5,10 @@
 // the context back to token-major layout. Here each task reads its head's Q, K and V in place from
 // the stacked projection, keeps a block of query rows' scores in L1, applies the softmax there,
 // and writes its slice of the context where the output projection reads it. Three forms: AVX-512
-// with fp32 arithmetic (fp32 heads, and bf16 heads converted once a head), AMX tile multiplies
-// for bf16 heads of 32 or 64 features (measured: 2.3-2.8x LibTorch's path a layer), and AVX2 for
-// fp32 heads on CPUs without AVX-512 (fused_cpu_attention_avx2.h; 1.8-2.5x; docs/perf/README.md).
+// (fp32 heads in fp32 FMAs; bf16 heads by AVX512_BF16 dot products, the weights rounded to bf16),
+// AMX tile multiplies for bf16 heads of 32 or 64 features (measured: 2.3-2.8x LibTorch's path a
+// layer), and AVX2 for fp32 heads on CPUs without AVX-512 (fused_cpu_attention_avx2.h; 1.8-2.5x;
+// docs/perf/README.md).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,16 +23,12 @@ namespace longqa {
 // AVX2 + FMA and dh a multiple of 8 up to 64. Callers take LibTorch's path otherwise.
 bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
 
-// Whether FusedWindowAttention takes its AMX form for this input: bf16 heads of 32 or 64 features
-// on a CPU with AMX-BF16 whose kernel grants the tile state. That form rounds the attention
-// weights to bf16 (the tile multiply's operand, as LibTorch's bf16 path rounds them); the AVX-512
-// form keeps scores and weights fp32 for fp32 and bf16 inputs alike.
-bool FusedWindowAttentionUsesAmx(const at::Tensor& qkv, int64_t heads);
-
 // context [B, T, d] = softmax(Q K^T / sqrt(dh) + padding) V for each head, from qkv = [B, T, 3d]
 // (query | key | value, each `heads` slices of dh, as BERT's self-attention lays them out) and
 // valid [B, T] (false: a padding key, which no query attends to, as LibTorch's path adds -1e30
 // to its scores; a window with no valid key averages all its values, as that path does).
+// bf16 heads: scores and the rows' sums in fp32, the attention weights rounded to bf16 (the dot
+// product's or AMX tile multiply's operand, as LibTorch's bf16 path rounds them).
 // Requires FusedWindowAttentionApplies(qkv, heads).
 at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads);
 

@@ -44,21 +44,25 @@ Output OutputOf(const at::Tensor& out) {
 template <typename T>
 struct Shared {
   const T *q, *kg, *vg, *kl, *vl;
-  const float* rel;  // [h, L, dh] in fp32
+  const float* rel;              // [h, L, dh] in fp32 (fp32 heads)
+  const at::BFloat16* rel_bf16;  // and in bf16 (bf16 heads)
   const int64_t *own_lo, *own_hi, *block_index;
   std::vector<int32_t> labels;  // [block, 3 * block]
   int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of;
-  int64_t tp, lp;  // score columns (n_g global, then 3b local, rounded up), label columns
+  // Score columns: n_g global ones, the local ones from g_cols = round16(n_g) (an even column, as
+  // the bf16 weight pairs need), tp in all; label columns.
+  int64_t g_cols, tp, lp;
   Output out;
 };
 
-// A thread's buffers. kt holds the keys transposed: the head's global keys in columns [0, n_g)
-// (packed when the head changes), the block's local keys in [n_g, n_g + 3b); column_bias is 0 on
-// those columns and -inf on the padding past them.
+// A thread's buffers. kt holds the keys transposed (fp32 heads; kp their bf16 pairs for bf16
+// heads): the head's global keys in columns [0, n_g) (packed when the head changes), the block's
+// local keys in [g_cols, g_cols + 3b); column_bias is 0 on those columns, -inf elsewhere.
 struct Scratch {
   std::vector<float> kt, relt, column_bias, zeros, scores, qa, inv_sum;
-  std::vector<float> q, vg, vl;    // fp32 copies of bf16 rows
-  std::vector<int32_t> slot_open;  // [3b]: 1 where the block's slot holds a long row
+  std::vector<uint32_t> kp, relp, vpg, vpl;  // bf16 heads: key, label and value pairs
+  std::vector<at::BFloat16> weights;         // bf16 heads: the rows' weights rounded to bf16
+  std::vector<int32_t> slot_open;            // [3b]: 1 where the block's slot holds a long row
   int64_t head = -1;
 };
 
@@ -111,92 +115,116 @@ LONGQA_AVX512 void AddBiases(const Shared<T>& s, const Scratch& w, int64_t row,
   AddMembership(scores, s.n_g, 0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of], qa[s.part_of],
                 false);
   const int64_t slots = 3 * s.b;
-  AddLabels(scores + s.n_g, slots, s.labels.data() + row_in_block * slots, w.slot_open.data(), qa);
+  AddLabels(scores + s.g_cols, slots, s.labels.data() + row_in_block * slots, w.slot_open.data(),
+            qa);
 }
 
-// Query rows [i0, i0 + R) of the block that starts at long row `first`: scores and label scores
-// (in L1), both terms, softmax, weighted sum into the context.
+// Query rows [i0, i0 + R) of the block that starts at long row `first` (q: the block's rows, dh
+// apart): scores and label scores (in L1), both terms, softmax, weighted sum into the context.
+// vg, vl: fp32 heads' value rows (dh apart); bf16 heads read w.vpg, w.vpl.
 template <int NV, int R, typename T>
-LONGQA_AVX512 void RowBlock(const Shared<T>& s, Scratch& w, const float* q, int64_t ld,
-                            const float* vg, const float* vl, int64_t head, int64_t first,
-                            int64_t i0) {
+LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, const float* vg,
+                                 const float* vl, int64_t head, int64_t first, int64_t i0) {
   constexpr int64_t dh = 16 * NV;
   const __m512 one = _mm512_set1_ps(1.0f);
   float* scores = w.scores.data();
   float* qa = w.qa.data();
-  attention_tiles::ScoreRows<R>(q + i0 * ld, ld, w.kt.data(), s.tp, dh, one, w.column_bias.data(),
-                                scores);
-  attention_tiles::ScoreRows<R>(q + i0 * ld, ld, w.relt.data(), s.lp, dh, one, w.zeros.data(), qa);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.kt.data(), s.tp, dh, one, w.column_bias.data(),
+                                  scores);
+    attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.relt.data(), s.lp, dh, one, w.zeros.data(),
+                                  qa);
+  } else {
+    attention_tiles::ScoreRowsBf16<R>(q + i0 * dh, dh, w.kp.data(), s.tp, dh, one,
+                                      w.column_bias.data(), scores);
+    attention_tiles::ScoreRowsBf16<R>(q + i0 * dh, dh, w.relp.data(), s.lp, dh, one, w.zeros.data(),
+                                      qa);
+  }
   for (int r = 0; r < R; ++r) {
     AddBiases(s, w, first + i0 + r, i0 + r, scores + r * s.tp, qa + r * s.lp);
   }
   attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data());
-  const attention_tiles::ValueRows values[] = {{vg, dh, s.n_g, 0}, {vl, dh, 3 * s.b, s.n_g}};
   const int64_t d = s.h * dh;
   const int64_t at = (first + i0) * d + head * dh;
-  if (s.out.f != nullptr) {
-    attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.f + at, d);
+  if constexpr (std::is_same_v<T, float>) {
+    const attention_tiles::ValueRows values[] = {{vg, dh, s.n_g, 0}, {vl, dh, 3 * s.b, s.g_cols}};
+    if (s.out.f != nullptr) {
+      attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.f + at, d);
+    } else {
+      attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.bf16 + at,
+                                          d);
+    }
   } else {
-    attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.bf16 + at, d);
+    attention_tiles::WeightsToBf16(scores, R, s.tp, w.weights.data());
+    const attention_tiles::ValuePairs values[] = {{w.vpg.data(), s.n_g, 0},
+                                                  {w.vpl.data(), 3 * s.b, s.g_cols}};
+    if (s.out.f != nullptr) {
+      attention_tiles::WeightedSumBf16<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
+                                              s.out.f + at, d);
+    } else {
+      attention_tiles::WeightedSumBf16<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
+                                              s.out.bf16 + at, d);
+    }
   }
 }
 
 template <int NV, int R, typename T>
-LONGQA_AVX512 void RowBlockOf(int rows, const Shared<T>& s, Scratch& w, const float* q, int64_t ld,
-                              const float* vg, const float* vl, int64_t head, int64_t first,
-                              int64_t i0) {
+LONGQA_AVX512_BF16 void RowBlockOf(int rows, const Shared<T>& s, Scratch& w, const T* q,
+                                   const float* vg, const float* vl, int64_t head, int64_t first,
+                                   int64_t i0) {
   if constexpr (R > 1) {
-    if (rows < R) return RowBlockOf<NV, R - 1>(rows, s, w, q, ld, vg, vl, head, first, i0);
+    if (rows < R) return RowBlockOf<NV, R - 1>(rows, s, w, q, vg, vl, head, first, i0);
   }
-  RowBlock<NV, R>(s, w, q, ld, vg, vl, head, first, i0);
+  RowBlock<NV, R>(s, w, q, vg, vl, head, first, i0);
 }
 
 // Block `block` of head `head`.
 template <int NV, typename T>
-LONGQA_AVX512 void AttendBlock(const Shared<T>& s, Scratch& w, int64_t head, int64_t block) {
+LONGQA_AVX512_BF16 void AttendBlock(const Shared<T>& s, Scratch& w, int64_t head, int64_t block) {
   constexpr int64_t dh = 16 * NV;
   const int64_t b = s.b, slots = 3 * b;
+  const int64_t globals = head * s.n_g * dh, labels = head * s.num_labels * dh;
   if (w.head != head) {  // the head's global keys and values and its label keys
-    attention_tiles::PackKeysTransposed(s.kg + head * s.n_g * dh, dh, s.n_g, dh, w.kt.data(), s.tp);
-    for (int64_t l = 0; l < s.num_labels; ++l) {
-      for (int64_t c = 0; c < dh; ++c) {
-        w.relt[c * s.lp + l] = s.rel[(head * s.num_labels + l) * dh + c];
+    if constexpr (std::is_same_v<T, float>) {
+      attention_tiles::PackKeysTransposed(s.kg + globals, dh, s.n_g, dh, w.kt.data(), s.tp);
+      for (int64_t l = 0; l < s.num_labels; ++l) {
+        for (int64_t c = 0; c < dh; ++c) w.relt[c * s.lp + l] = s.rel[labels + l * dh + c];
       }
-    }
-    if constexpr (!std::is_same_v<T, float>) {
-      attention_tiles::ToFloatRows(s.vg + head * s.n_g * dh, dh, s.n_g, dh, w.vg.data());
+    } else {
+      attention_tiles::PackKeyPairs(s.kg + globals, dh, s.n_g, dh, w.kp.data(), s.tp);
+      attention_tiles::PackKeyPairs(s.rel_bf16 + labels, dh, s.num_labels, dh, w.relp.data(), s.lp);
+      attention_tiles::PackValuePairs(s.vg + globals, dh, s.n_g, dh, w.vpg.data());
     }
     w.head = head;
   }
   // The block's three neighbouring blocks: 3b consecutive rows of the padded buffers.
   const int64_t window = (b + head * s.n_pad + (block - 1) * b) * dh;
-  attention_tiles::PackKeysTransposed(s.kl + window, dh, slots, dh, w.kt.data(), s.tp, s.n_g);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::PackKeysTransposed(s.kl + window, dh, slots, dh, w.kt.data(), s.tp, s.g_cols);
+  } else {
+    attention_tiles::PackKeyPairs(s.kl + window, dh, slots, dh, w.kp.data(), s.tp, s.g_cols);
+    attention_tiles::PackValuePairs(s.vl + window, dh, slots, dh, w.vpl.data());
+  }
   for (int64_t j = 0; j < slots; ++j) {
     w.slot_open[j] = s.block_index[block * slots + j] >= 0 ? 1 : 0;
   }
   const int64_t first = block * b, rows = std::min(b, s.n_l - first);
   const T* q = s.q + (head * s.n_pad + first) * dh;
-  const float *qf = nullptr, *vg = nullptr, *vl = nullptr;
+  const float *vg = nullptr, *vl = nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    qf = q;
-    vg = s.vg + head * s.n_g * dh;
+    vg = s.vg + globals;
     vl = s.vl + window;
-  } else {
-    attention_tiles::ToFloatRows(q, dh, rows, dh, w.q.data());
-    attention_tiles::ToFloatRows(s.vl + window, dh, slots, dh, w.vl.data());
-    qf = w.q.data();
-    vg = w.vg.data();
-    vl = w.vl.data();
   }
   constexpr int R = RowsFor(NV);
   for (int64_t i0 = 0; i0 < rows; i0 += R) {
-    RowBlockOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), s, w, qf, dh, vg, vl, head,
+    RowBlockOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), s, w, q, vg, vl, head,
                       first, i0);
   }
 }
 
 template <typename T>
-LONGQA_AVX512 void AttendBlockOfWidth(const Shared<T>& s, Scratch& w, int64_t head, int64_t block) {
+LONGQA_AVX512_BF16 void AttendBlockOfWidth(const Shared<T>& s, Scratch& w, int64_t head,
+                                           int64_t block) {
   switch (s.dh / 16) {
     case 1:
       return AttendBlock<1>(s, w, head, block);
@@ -231,7 +259,8 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
   s.num_labels = in.relative_keys.size(1);
   s.part_of = in.part_of;
   s.not_part_of = in.not_part_of;
-  s.tp = Round16(s.n_g + Round16(3 * s.b));
+  s.g_cols = Round16(s.n_g);
+  s.tp = s.g_cols + Round16(3 * s.b);
   s.lp = Round16(s.num_labels);
   s.q = in.queries.data_ptr<T>();
   s.kg = in.global_keys.data_ptr<T>();
@@ -239,7 +268,9 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
   s.kl = in.long_keys.data_ptr<T>();
   s.vl = in.long_values.data_ptr<T>();
   const at::Tensor rel = in.relative_keys.to(at::kFloat).contiguous();
+  const at::Tensor rel_bf16 = in.relative_keys.to(at::kBFloat16).contiguous();
   s.rel = rel.data_ptr<float>();
+  s.rel_bf16 = rel_bf16.data_ptr<at::BFloat16>();
   s.own_lo = in.own_lo.data_ptr<int64_t>();
   s.own_hi = in.own_hi.data_ptr<int64_t>();
   s.block_index = in.block_index.data_ptr<int64_t>();
@@ -249,19 +280,23 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
   const int64_t dh = s.dh, slots = 3 * s.b;
   at::parallel_for(0, s.h * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch w;
-    w.kt.assign(dh * s.tp, 0.0f);
     w.column_bias.assign(s.tp, -INFINITY);
-    std::fill_n(w.column_bias.begin(), s.n_g + slots, 0.0f);
-    w.relt.assign(dh * s.lp, 0.0f);
+    std::fill_n(w.column_bias.begin(), s.n_g, 0.0f);
+    std::fill_n(w.column_bias.begin() + s.g_cols, slots, 0.0f);
     w.zeros.assign(s.lp, 0.0f);
     w.scores.resize(kMaxRows * s.tp);
     w.qa.resize(kMaxRows * s.lp);
     w.inv_sum.resize(kMaxRows);
     w.slot_open.resize(slots);
-    if constexpr (!std::is_same_v<T, float>) {
-      w.q.resize(s.b * dh);
-      w.vg.resize(s.n_g * dh);
-      w.vl.resize(slots * dh);
+    if constexpr (std::is_same_v<T, float>) {
+      w.kt.assign(dh * s.tp, 0.0f);
+      w.relt.assign(dh * s.lp, 0.0f);
+    } else {
+      w.kp.assign(dh / 2 * s.tp, 0);
+      w.relp.assign(dh / 2 * s.lp, 0);
+      w.vpg.resize((s.n_g + 1) / 2 * dh);
+      w.vpl.resize((slots + 1) / 2 * dh);
+      w.weights.resize(kMaxRows * s.tp);
     }
     for (int64_t task = begin; task < end; ++task) {
       const int64_t head = task / blocks, block = b0 + task % blocks;
@@ -278,7 +313,8 @@ constexpr int64_t kTaskRows = 32;   // global query rows a task
 template <typename T>
 struct GlobalShared {
   const T *q, *kg, *vg, *kl, *vl;
-  const float* rel;  // [h, L, dh] in fp32
+  const float* rel;              // [h, L, dh] in fp32 (fp32 heads)
+  const at::BFloat16* rel_bf16;  // and in bf16 (bf16 heads)
   const int64_t *own_lo, *own_hi;
   std::vector<int32_t> labels;  // g2g [n_g, n_g]
   int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of, lp;
@@ -286,25 +322,33 @@ struct GlobalShared {
   Output out;
 };
 
-// A thread's buffers: a chunk's keys transposed and its column bias (0, then -inf past the
-// chunk's keys), the task's label scores, its rows' accumulators, running maxima and sums.
+// A thread's buffers: a chunk's keys transposed (fp32 heads; their pairs and the values' pairs
+// for bf16 heads) and its column bias (0, then -inf past the chunk's keys), the task's label
+// scores, its rows' accumulators, running maxima and sums.
 struct GlobalScratch {
   std::vector<float> kt, relt, column_bias, zeros, scores, qa, acc, top, total, alpha;
-  std::vector<float> q, v;  // fp32 copies of bf16 rows
+  std::vector<uint32_t> kp, relp, vp;  // bf16 heads
+  std::vector<at::BFloat16> weights;   // bf16 heads: the rows' weights rounded to bf16
 };
 
-// One chunk of `count` keys (packed in w.kt; v their fp32 value rows, dh apart) for the task's
-// query rows [i0, i0 + R) (request rows row0 + i0 + r): scores, the chunk's term, the running
-// maximum and sum, the accumulators.
+// One chunk of `count` keys (packed in w.kt or w.kp; v the fp32 heads' value rows, dh apart;
+// bf16 heads read w.vp) for the task's query rows [i0, i0 + R) (request rows row0 + i0 + r):
+// scores, the chunk's term, the running maximum and sum, the accumulators.
 template <int NV, int R, typename T>
-LONGQA_AVX512 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch& w, const float* q,
-                                   int64_t row0, int64_t i0, bool long_keys, int64_t key0,
-                                   int64_t count, const float* v) {
+LONGQA_AVX512_BF16 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch& w, const T* q,
+                                        int64_t row0, int64_t i0, bool long_keys, int64_t key0,
+                                        int64_t count, const float* v) {
   constexpr int64_t dh = 16 * NV;
   const int64_t tp = Round16(count);
+  const __m512 one = _mm512_set1_ps(1.0f);
   float* scores = w.scores.data();
-  attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.kt.data(), tp, dh, _mm512_set1_ps(1.0f),
-                                w.column_bias.data(), scores);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.kt.data(), tp, dh, one, w.column_bias.data(),
+                                  scores);
+  } else {
+    attention_tiles::ScoreRowsBf16<R>(q + i0 * dh, dh, w.kp.data(), tp, dh, one,
+                                      w.column_bias.data(), scores);
+  }
   for (int r = 0; r < R; ++r) {
     const int64_t row = row0 + i0 + r;
     const float* qa = w.qa.data() + (i0 + r) * s.lp;
@@ -332,14 +376,20 @@ LONGQA_AVX512 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch& w, c
     w.total[i0 + r] = w.total[i0 + r] * w.alpha[r] + _mm512_reduce_add_ps(sum);
     w.top[i0 + r] = top;
   }
-  attention_tiles::AccumulateWeightedSum<R, NV>(scores, tp, {v, dh, count, 0}, w.alpha.data(),
-                                                w.acc.data() + i0 * dh, dh);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::AccumulateWeightedSum<R, NV>(scores, tp, {v, dh, count, 0}, w.alpha.data(),
+                                                  w.acc.data() + i0 * dh, dh);
+  } else {
+    attention_tiles::WeightsToBf16(scores, R, tp, w.weights.data());
+    attention_tiles::AccumulateWeightedSumBf16<R, NV>(w.weights.data(), tp, {w.vp.data(), count, 0},
+                                                      w.alpha.data(), w.acc.data() + i0 * dh, dh);
+  }
 }
 
 template <int NV, int R, typename T>
-LONGQA_AVX512 void GlobalChunkRowsOf(int rows, const GlobalShared<T>& s, GlobalScratch& w,
-                                     const float* q, int64_t row0, int64_t i0, bool long_keys,
-                                     int64_t key0, int64_t count, const float* v) {
+LONGQA_AVX512_BF16 void GlobalChunkRowsOf(int rows, const GlobalShared<T>& s, GlobalScratch& w,
+                                          const T* q, int64_t row0, int64_t i0, bool long_keys,
+                                          int64_t key0, int64_t count, const float* v) {
   if constexpr (R > 1) {
     if (rows < R) {
       return GlobalChunkRowsOf<NV, R - 1>(rows, s, w, q, row0, i0, long_keys, key0, count, v);
@@ -349,33 +399,40 @@ LONGQA_AVX512 void GlobalChunkRowsOf(int rows, const GlobalShared<T>& s, GlobalS
 }
 
 // The label scores q·a_K of rows [i0, i0 + R) into w.qa.
-template <int NV, int R>
-LONGQA_AVX512 void LabelScoresOf(int rows, GlobalScratch& w, const float* q, int64_t lp,
-                                 int64_t i0) {
+template <int NV, int R, typename T>
+LONGQA_AVX512_BF16 void LabelScoresOf(int rows, GlobalScratch& w, const T* q, int64_t lp,
+                                      int64_t i0) {
   if constexpr (R > 1) {
     if (rows < R) return LabelScoresOf<NV, R - 1>(rows, w, q, lp, i0);
   }
-  attention_tiles::ScoreRows<R>(q + i0 * 16 * NV, 16 * NV, w.relt.data(), lp, 16 * NV,
-                                _mm512_set1_ps(1.0f), w.zeros.data(), w.qa.data() + i0 * lp);
+  constexpr int64_t dh = 16 * NV;
+  const __m512 one = _mm512_set1_ps(1.0f);
+  if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::ScoreRows<R>(q + i0 * dh, dh, w.relt.data(), lp, dh, one, w.zeros.data(),
+                                  w.qa.data() + i0 * lp);
+  } else {
+    attention_tiles::ScoreRowsBf16<R>(q + i0 * dh, dh, w.relp.data(), lp, dh, one, w.zeros.data(),
+                                      w.qa.data() + i0 * lp);
+  }
 }
 
 // Keys [key0, key0 + count) of k (rows dh apart) through every row of the task.
 template <int NV, typename T>
-LONGQA_AVX512 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, const float* q,
-                               int64_t row0, int64_t rows, bool long_keys, const T* k, const T* v,
-                               int64_t key0, int64_t count) {
+LONGQA_AVX512_BF16 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, const T* q,
+                                    int64_t row0, int64_t rows, bool long_keys, const T* k,
+                                    const T* v, int64_t key0, int64_t count) {
   constexpr int64_t dh = 16 * NV;
   constexpr int R = RowsFor(NV);
   const int64_t tp = Round16(count);
-  attention_tiles::PackKeysTransposed(k + key0 * dh, dh, count, dh, w.kt.data(), tp);
   std::fill_n(w.column_bias.begin(), count, 0.0f);
   std::fill(w.column_bias.begin() + count, w.column_bias.begin() + tp, -INFINITY);
   const float* values = nullptr;
   if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::PackKeysTransposed(k + key0 * dh, dh, count, dh, w.kt.data(), tp);
     values = v + key0 * dh;
   } else {
-    attention_tiles::ToFloatRows(v + key0 * dh, dh, count, dh, w.v.data());
-    values = w.v.data();
+    attention_tiles::PackKeyPairs(k + key0 * dh, dh, count, dh, w.kp.data(), tp);
+    attention_tiles::PackValuePairs(v + key0 * dh, dh, count, dh, w.vp.data());
   }
   for (int64_t i0 = 0; i0 < rows; i0 += R) {
     GlobalChunkRowsOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), s, w, q, row0, i0,
@@ -385,22 +442,18 @@ LONGQA_AVX512 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, const
 
 // Global rows [row0, row0 + rows) of head `head`.
 template <int NV, typename T>
-LONGQA_AVX512 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
-                                    int64_t row0, int64_t rows) {
+LONGQA_AVX512_BF16 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
+                                         int64_t row0, int64_t rows) {
   constexpr int64_t dh = 16 * NV;
   constexpr int R = RowsFor(NV);
-  const T* qt = s.q + (head * s.n_g + row0) * dh;
-  const float* q = nullptr;
+  const T* q = s.q + (head * s.n_g + row0) * dh;
+  const int64_t labels = head * s.num_labels * dh;
   if constexpr (std::is_same_v<T, float>) {
-    q = qt;
-  } else {
-    attention_tiles::ToFloatRows(qt, dh, rows, dh, w.q.data());
-    q = w.q.data();
-  }
-  for (int64_t l = 0; l < s.num_labels; ++l) {
-    for (int64_t c = 0; c < dh; ++c) {
-      w.relt[c * s.lp + l] = s.rel[(head * s.num_labels + l) * dh + c];
+    for (int64_t l = 0; l < s.num_labels; ++l) {
+      for (int64_t c = 0; c < dh; ++c) w.relt[c * s.lp + l] = s.rel[labels + l * dh + c];
     }
+  } else {
+    attention_tiles::PackKeyPairs(s.rel_bf16 + labels, dh, s.num_labels, dh, w.relp.data(), s.lp);
   }
   for (int64_t i0 = 0; i0 < rows; i0 += R) {
     LabelScoresOf<NV, R>(static_cast<int>(std::min<int64_t>(R, rows - i0)), w, q, s.lp, i0);
@@ -433,8 +486,8 @@ LONGQA_AVX512 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch& w, 
 }
 
 template <typename T>
-LONGQA_AVX512 void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
-                                           int64_t row0, int64_t rows) {
+LONGQA_AVX512_BF16 void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w,
+                                                int64_t head, int64_t row0, int64_t rows) {
   switch (s.dh / 16) {
     case 1:
       return AttendGlobalRows<1>(s, w, head, row0, rows);
@@ -478,6 +531,8 @@ void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, 
   s.vl = in.long_values.data_ptr<T>();
   const at::Tensor rel = in.relative_keys.to(at::kFloat).contiguous();
   s.rel = rel.data_ptr<float>();
+  const at::Tensor rel_bf16 = in.relative_keys.to(at::kBFloat16).contiguous();
+  s.rel_bf16 = rel_bf16.data_ptr<at::BFloat16>();
   s.own_lo = in.own_lo.data_ptr<int64_t>();
   s.own_hi = in.own_hi.data_ptr<int64_t>();
   const int64_t* labels = in.g2g_labels.data_ptr<int64_t>();
@@ -486,9 +541,7 @@ void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, 
   const int64_t dh = s.dh, groups = (rows + kTaskRows - 1) / kTaskRows;
   at::parallel_for(0, s.h * groups, 1, [&](int64_t begin, int64_t end) {
     GlobalScratch w;
-    w.kt.resize(dh * kKeyChunk);
     w.column_bias.resize(kKeyChunk);
-    w.relt.assign(dh * s.lp, 0.0f);
     w.zeros.assign(s.lp, 0.0f);
     w.scores.resize(kMaxRows * kKeyChunk);
     w.qa.resize(kTaskRows * s.lp);
@@ -496,9 +549,14 @@ void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, 
     w.top.resize(kTaskRows);
     w.total.resize(kTaskRows);
     w.alpha.resize(kMaxRows);
-    if constexpr (!std::is_same_v<T, float>) {
-      w.q.resize(kTaskRows * dh);
-      w.v.resize(kKeyChunk * dh);
+    if constexpr (std::is_same_v<T, float>) {
+      w.kt.resize(dh * kKeyChunk);
+      w.relt.assign(dh * s.lp, 0.0f);
+    } else {
+      w.kp.resize(dh / 2 * kKeyChunk);
+      w.relp.assign(dh / 2 * s.lp, 0);
+      w.vp.resize(kKeyChunk / 2 * dh);
+      w.weights.resize(kMaxRows * kKeyChunk);
     }
     for (int64_t task = begin; task < end; ++task) {
       const int64_t head = task / groups, row0 = r0 + (task % groups) * kTaskRows;

@@ -1,11 +1,14 @@
-// ETC's long queries (ETC §3: l2g and l2l attention under one softmax) in one pass per (head,
-// block) on AVX-512 CPUs (issue 22: ETC at 66% of the GEMM rate, its long-query attention at
-// about 45 GFLOP/s in LibTorch's chunked form). The LibTorch form writes a chunk of scores
-// [h, rows, n_g + 3b], adds the label and membership terms in two passes, a softmax in a third and
-// two batched products of 85 x 255 x 64 that spend more time in OpenBLAS's packing and thread
-// hand-offs than in arithmetic. Here a task packs its block's keys once, keeps a few query rows'
-// scores in L1, adds both terms there, and writes its slice of the context: no score chunk exists.
-// fp32 arithmetic (bf16 rows are read as fp32), as the window kernel (fused_cpu_attention.h).
+// ETC's attention (ETC §3) in fused passes on AVX-512 CPUs (issue 22: ETC at 66% of the GEMM
+// rate, its attention at 45-60 GFLOP/s in LibTorch's chunked form, which writes chunks of scores,
+// adds the label and membership terms in two passes, a softmax in a third, and runs batched
+// products of 85 x 255 x 64 that spend more time in OpenBLAS's packing and thread hand-offs than
+// in arithmetic). Long queries (l2g + l2l under one softmax): a task per (head, block) packs the
+// block's keys once, keeps a few query rows' scores in L1, adds both terms there and writes its
+// slice of the context. Global queries (g2g + g2l): a task per (head, 32 rows) runs the keys in
+// chunks of 256 with a running maximum and sum (online softmax). No score chunk exists.
+// fp32 heads in fp32 arithmetic; bf16 heads by AVX512_BF16 dot products (two features or two keys
+// a multiply-add, summed in fp32; the attention weights rounded to bf16 as LibTorch's bf16 path
+// rounds them, their sums kept in fp32): twice the fp32 rate on CPUs without AMX.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -34,8 +34,8 @@ TensorMap Scaled(TensorMap w, double factor) {
 
 double MaxAbs(const at::Tensor& a) { return a.abs().max().item<double>(); }
 
-// Heads of 16 (the fused kernel's AVX-512 form on this CPU) and of 32 (its AMX form, on a CPU
-// with AMX: the tiles run between oneDNN's own AMX GEMMs of the same layer).
+// Heads of 16 (the fused kernel's AVX512_BF16 form) and of 32 (its AMX form, on a CPU with AMX:
+// the tiles run between oneDNN's own AMX GEMMs of the same layer).
 TEST(Bf16Test, LayerMatchesTheReferenceThatRoundsWhereItRounds) {
   for (const int64_t heads : {4, 2}) {
     const ModelConfig c = LayerConfig(heads);
@@ -50,10 +50,9 @@ TEST(Bf16Test, LayerMatchesTheReferenceThatRoundsWhereItRounds) {
     ASSERT_EQ(got.scalar_type(), at::kFloat);  // the residual stream stays fp32
     // Where the fused kernel runs, it rounds elsewhere than LibTorch's path.
     const at::Tensor qkv = at::zeros({1, 1, 3 * 64}, at::kBFloat16);
-    const AttentionRounding attention =
-        !FusedWindowAttentionApplies(qkv, heads)  ? AttentionRounding::kLibTorch
-        : FusedWindowAttentionUsesAmx(qkv, heads) ? AttentionRounding::kFusedBf16Weights
-                                                  : AttentionRounding::kFusedFp32;
+    const AttentionRounding attention = FusedWindowAttentionApplies(qkv, heads)
+                                            ? AttentionRounding::kFusedBf16Weights
+                                            : AttentionRounding::kLibTorch;
     // Mean and max |difference| over the valid rows. The bound is on the mean: now and then one
     // value sits on a bf16 rounding boundary and the layer and the reference round it apart (one
     // ulp, seen once in seven runs on AMX: max 0.0059 against a typical 5e-7), which moves a few

@@ -74,8 +74,8 @@ TEST(FusedCpuAttentionTest, MatchesTheFormulaInFp64) {
       const at::Tensor& want = expected.context;
       ASSERT_EQ(got.sizes(), want.sizes());
       ASSERT_EQ(got.scalar_type(), dtype);
-      // bf16: on AMX (dh 32 and 64) the weights are rounded to bf16 (each 2^-9 relative: at most
-      // 2^-9 sum_j w_j |v_j| in all), elsewhere fp32; fp32 sums; the output rounded once (2^-8
+      // bf16: the weights are rounded to bf16 for the dot products or the AMX tiles (each 2^-9
+      // relative: at most 2^-9 sum_j w_j |v_j| in all); fp32 sums; the output rounded once (2^-8
       // relative). Both bounds doubled.
       const at::Tensor tolerance = dtype == at::kFloat
                                        ? 2e-6 + 1e-6 * want.abs()

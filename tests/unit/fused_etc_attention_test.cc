@@ -1,13 +1,15 @@
-// FusedEtcLongAttention (model/encoders/fused_etc_attention.h) against ETC's long-query formula in
-// fp64, written per row with plain LibTorch ops on random inputs: random label tables (labels
-// beyond the radius, -1, anywhere), empty slots at the document's ends, own ranges of 0 to 3
-// global keys, global counts and head widths that are not multiples of the kernel's 16 columns,
-// padding rows in the last block, and a range of blocks (rows outside it untouched). fp32 and
-// bf16 inputs; tolerance: fp32 2e-5 absolute (sums of up to ~300 terms of values in [-1, 1]),
-// bf16 2e-2 (the kernel's output rounded to bf16: 2^-8 relative; the fp64 reference reads the same
-// bf16 inputs), 2e-5 for bf16 heads into an fp32 output (the encoder's bf16 layers). The global
-// queries likewise, over more keys than one chunk of the online softmax, with the hard mask. The
-// encoder that uses it: etc_test's heads of 16 features.
+// FusedEtcLongAttention and FusedEtcGlobalAttention (model/encoders/fused_etc_attention.h)
+// against ETC's formulas in fp64, written per row with plain LibTorch ops on random inputs: random
+// label tables (labels beyond the radius, -1, anywhere), empty slots at the document's ends, own
+// ranges of 0 to 3 global keys (of 0 to 40 long keys for the global queries, with and without the
+// hard mask), global counts and head widths that are not multiples of the kernels' 16 columns,
+// padding rows in the last block, more long keys than a chunk of the online softmax, and a range
+// of blocks or rows (the rest untouched). The fp64 reference reads the same (bf16) inputs.
+// Tolerances, values in [-1, 1]: fp32 heads 2e-5 absolute (sums of a few hundred terms); bf16
+// heads 8e-3 into an fp32 output (the weights rounded to bf16 for the dot products: each within
+// 2^-8 of itself, so the context within 2^-8 of the sum of |v| they weigh; twice that bound) and
+// 2e-2 into a bf16 output (its rounding on top). The encoder that uses them: etc_test's heads of
+// 16 and 64 features.
 #include "model/encoders/fused_etc_attention.h"
 
 #include <ATen/ATen.h>
@@ -148,7 +150,7 @@ TEST(FusedEtcAttentionTest, MatchesTheFormulaInFp64) {
         FusedEtcLongAttention(in.fused, 0, 1, out);
         FusedEtcLongAttention(in.fused, nb - 1, 1, out);
       }
-      const double tolerance = out_dtype == at::kFloat ? 2e-5 : 2e-2;
+      const double tolerance = dtype == at::kFloat ? 2e-5 : out_dtype == at::kFloat ? 8e-3 : 2e-2;
       double worst = 0;
       for (int64_t i = 0; i < c.n_l; ++i) {
         const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
@@ -248,7 +250,7 @@ TEST(FusedEtcAttentionTest, GlobalQueriesMatchTheFormulaInFp64) {
           const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
           worst = std::max(worst, (got - ReferenceGlobalRow(in, g, i)).abs().max().item<double>());
         }
-        EXPECT_LE(worst, 2e-5);  // fp32 arithmetic and output, from the same (bf16) inputs
+        EXPECT_LE(worst, dtype == at::kFloat ? 2e-5 : 8e-3);  // the output is fp32
       }
     }
   }

@@ -40,10 +40,10 @@ inline at::Tensor RefLinear(const TensorMap& w, const std::string& name, const a
 }
 
 // Where a reduced-precision layer rounds inside attention: LibTorch's path rounds the scores and
-// the normalised weights (its GEMMs' operands); the fused CPU kernel (fused_cpu_attention.h)
-// rounds neither in its AVX-512 form, and in its AMX form rounds the weights before normalising
-// (the tile multiply's operand), dividing by the fp32 sum after.
-enum class AttentionRounding { kLibTorch, kFusedFp32, kFusedBf16Weights };
+// the normalised weights (its GEMMs' operands); the fused CPU kernel (fused_cpu_attention.h), in
+// its AVX512_BF16 and AMX forms alike, keeps the scores fp32 and rounds the weights before
+// normalising (the dot product's or tile multiply's operand), dividing by the fp32 sum after.
+enum class AttentionRounding { kLibTorch, kFusedBf16Weights };
 
 // One post-LN layer on one unpadded sequence x [T, d].
 inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t layer,
@@ -65,8 +65,7 @@ inline at::Tensor RefLayer(const TensorMap& w, const ModelConfig& c, int64_t lay
     if (libtorch) {
       per_head.push_back(r(at::matmul(r(e / e.sum(1, true)), v_h)));
     } else {
-      const Rounding weights_r = attention == AttentionRounding::kFusedBf16Weights ? r : Exact;
-      per_head.push_back(r(at::matmul(weights_r(e), v_h) / e.sum(1, true)));
+      per_head.push_back(r(at::matmul(r(e), v_h) / e.sum(1, true)));
     }
   }
   return RefFinish(w, c, layer, x, at::cat(per_head, 1), r);
