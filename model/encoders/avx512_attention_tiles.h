@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "model/encoders/avx512_vector.h"
@@ -62,6 +63,21 @@ LONGQA_AVX512 inline void ToFloatRows(const at::BFloat16* in, int64_t ld, int64_
   }
 }
 
+// scores[r][j + 16 v ...] = scale acc[r][v] + bias: a score tile's epilogue.
+template <int R, int NJ>
+LONGQA_AVX512 inline void StoreScores(const __m512 (&acc)[R][NJ], __m512 scale, const float* bias,
+                                      float* scores, int64_t tp, int64_t j) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NJ; ++v) {
+      const int64_t at = j + 16 * v;
+      _mm512_storeu_ps(scores + r * tp + at,
+                       _mm512_fmadd_ps(acc[r][v], scale, _mm512_loadu_ps(bias + at)));
+    }
+  }
+}
+
 // scores[r][j, j + 16 NJ) = scale (q_r . k_j) + bias_j for R query rows (`ld` apart), keys packed
 // by PackKeysTransposed: R x NJ accumulators, one broadcast of a query feature against NJ vectors
 // of keys per step.
@@ -86,15 +102,7 @@ LONGQA_AVX512 inline void ScoreTile(const float* q, int64_t ld, const float* kt,
       for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_fmadd_ps(feature, key[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 3
-    for (int v = 0; v < NJ; ++v) {
-      const int64_t at = j + 16 * v;
-      _mm512_storeu_ps(scores + r * tp + at,
-                       _mm512_fmadd_ps(acc[r][v], scale, _mm512_loadu_ps(bias + at)));
-    }
-  }
+  StoreScores<R, NJ>(acc, scale, bias, scores, tp, j);
 }
 
 // ScoreTile over the columns [0, tp) (tp a multiple of 16): three vectors of keys a step, then
@@ -278,15 +286,7 @@ LONGQA_AVX512_BF16 inline void ScoreTileBf16(const at::BFloat16* q, int64_t ld, 
       for (int v = 0; v < NJ; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pair, key[v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 3
-    for (int v = 0; v < NJ; ++v) {
-      const int64_t at = j + 16 * v;
-      _mm512_storeu_ps(scores + r * tp + at,
-                       _mm512_fmadd_ps(acc[r][v], scale, _mm512_loadu_ps(bias + at)));
-    }
-  }
+  StoreScores<R, NJ>(acc, scale, bias, scores, tp, j);
 }
 
 template <int R>
@@ -380,6 +380,32 @@ LONGQA_AVX512_BF16 inline void AccumulateWeightedSumBf16(const at::BFloat16* wei
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc_rows + r * acc_ld + 16 * v, acc[r][v]);
+  }
+}
+
+// Calls f(std::integral_constant<int, NV>{}) for NV = nv, the 16-float vectors of a head (1 to
+// 8: dh 16 to 128), so that a kernel's accumulators can be sized at compile time.
+template <typename F>
+inline void ForVectorsPerHead(int64_t nv, F&& f) {
+  switch (nv) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    default:
+      throw std::logic_error("fused attention: heads of 16 to 128 features only");
   }
 }
 

@@ -106,27 +106,9 @@ LONGQA_AVX512_BF16 void AttendHead(const T* q, const T* k, const T* v, int64_t l
 }
 
 template <typename T, typename... Args>
-LONGQA_AVX512_BF16 void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
-  switch (nv) {
-    case 1:
-      return AttendHead<1>(q, args...);
-    case 2:
-      return AttendHead<2>(q, args...);
-    case 3:
-      return AttendHead<3>(q, args...);
-    case 4:
-      return AttendHead<4>(q, args...);
-    case 5:
-      return AttendHead<5>(q, args...);
-    case 6:
-      return AttendHead<6>(q, args...);
-    case 7:
-      return AttendHead<7>(q, args...);
-    case 8:
-      return AttendHead<8>(q, args...);
-    default:
-      throw std::logic_error("FusedWindowAttention: head width not supported");
-  }
+void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
+  attention_tiles::ForVectorsPerHead(
+      nv, [&](auto width) { AttendHead<decltype(width)::value>(q, args...); });
 }
 
 // ---- AMX: bf16 heads of 32 or 64 features on CPUs with AMX-BF16 (Sapphire Rapids and later) ----

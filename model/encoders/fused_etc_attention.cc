@@ -39,20 +39,60 @@ Output OutputOf(const at::Tensor& out) {
   return o;
 }
 
-// What every task reads: raw pointers into EtcLongAttentionInputs' tensors, and the label table
-// as int32 (gathered 16 slots a load).
+// What every task of either kernel reads: raw pointers into the inputs' tensors (the relative
+// keys converted once a call, kept alive here), and a label table as int32 (gathered 16 a load).
 template <typename T>
-struct Shared {
+struct Common {
   const T *q, *kg, *vg, *kl, *vl;
+  at::Tensor rel_tensor, rel_bf16_tensor;
   const float* rel;              // [h, L, dh] in fp32 (fp32 heads)
   const at::BFloat16* rel_bf16;  // and in bf16 (bf16 heads)
-  const int64_t *own_lo, *own_hi, *block_index;
-  std::vector<int32_t> labels;  // [block, 3 * block]
+  const int64_t *own_lo, *own_hi;
+  std::vector<int32_t> labels;
   int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of;
-  // Score columns: n_g global ones, the local ones from g_cols = round16(n_g) (an even column, as
-  // the bf16 weight pairs need), tp in all; label columns.
-  int64_t g_cols, tp, lp;
+  int64_t lp;  // label columns
   Output out;
+};
+
+template <typename T>
+void FillCommon(Common<T>& s, const at::Tensor& queries, const at::Tensor& global_keys,
+                const at::Tensor& global_values, const at::Tensor& long_keys,
+                const at::Tensor& long_values, const at::Tensor& relative_keys,
+                const at::Tensor& own_lo, const at::Tensor& own_hi, const at::Tensor& labels,
+                int64_t part_of, int64_t not_part_of, int64_t block, int64_t n_l, at::Tensor& out) {
+  s.h = queries.size(0);
+  s.dh = queries.size(2);
+  s.n_g = global_keys.size(1);
+  s.n_l = n_l;
+  s.b = block;
+  s.n_pad = (long_keys.size(0) - 2 * block) / s.h;
+  s.num_labels = relative_keys.size(1);
+  s.part_of = part_of;
+  s.not_part_of = not_part_of;
+  s.lp = Round16(s.num_labels);
+  s.q = queries.data_ptr<T>();
+  s.kg = global_keys.data_ptr<T>();
+  s.vg = global_values.data_ptr<T>();
+  s.kl = long_keys.data_ptr<T>();
+  s.vl = long_values.data_ptr<T>();
+  s.rel_tensor = relative_keys.to(at::kFloat).contiguous();
+  s.rel_bf16_tensor = relative_keys.to(at::kBFloat16).contiguous();
+  s.rel = s.rel_tensor.template data_ptr<float>();
+  s.rel_bf16 = s.rel_bf16_tensor.template data_ptr<at::BFloat16>();
+  s.own_lo = own_lo.data_ptr<int64_t>();
+  s.own_hi = own_hi.data_ptr<int64_t>();
+  const int64_t* table = labels.data_ptr<int64_t>();
+  s.labels.assign(table, table + labels.numel());
+  s.out = OutputOf(out);
+}
+
+// The long-query kernel's: labels is the l2l table [block, 3 * block].
+template <typename T>
+struct Shared : Common<T> {
+  const int64_t* block_index;
+  // Score columns: n_g global ones, the local ones from g_cols = round16(n_g) (an even column, as
+  // the bf16 weight pairs need), tp in all.
+  int64_t g_cols, tp;
 };
 
 // A thread's buffers. kt holds the keys transposed (fp32 heads; kp their bf16 pairs for bf16
@@ -223,60 +263,20 @@ LONGQA_AVX512_BF16 void AttendBlock(const Shared<T>& s, Scratch& w, int64_t head
 }
 
 template <typename T>
-LONGQA_AVX512_BF16 void AttendBlockOfWidth(const Shared<T>& s, Scratch& w, int64_t head,
-                                           int64_t block) {
-  switch (s.dh / 16) {
-    case 1:
-      return AttendBlock<1>(s, w, head, block);
-    case 2:
-      return AttendBlock<2>(s, w, head, block);
-    case 3:
-      return AttendBlock<3>(s, w, head, block);
-    case 4:
-      return AttendBlock<4>(s, w, head, block);
-    case 5:
-      return AttendBlock<5>(s, w, head, block);
-    case 6:
-      return AttendBlock<6>(s, w, head, block);
-    case 7:
-      return AttendBlock<7>(s, w, head, block);
-    case 8:
-      return AttendBlock<8>(s, w, head, block);
-    default:
-      throw std::logic_error("FusedEtcLongAttention: head width not supported");
-  }
+void AttendBlockOfWidth(const Shared<T>& s, Scratch& w, int64_t head, int64_t block) {
+  attention_tiles::ForVectorsPerHead(
+      s.dh / 16, [&](auto nv) { AttendBlock<decltype(nv)::value>(s, w, head, block); });
 }
 
 template <typename T>
 void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Tensor& out) {
   Shared<T> s;
-  s.h = in.queries.size(0);
-  s.n_pad = in.queries.size(1);
-  s.dh = in.queries.size(2);
-  s.n_g = in.global_keys.size(1);
-  s.n_l = in.n_l;
-  s.b = in.block;
-  s.num_labels = in.relative_keys.size(1);
-  s.part_of = in.part_of;
-  s.not_part_of = in.not_part_of;
+  FillCommon(s, in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
+             in.relative_keys, in.own_lo, in.own_hi, in.local_labels, in.part_of, in.not_part_of,
+             in.block, in.n_l, out);
+  s.block_index = in.block_index.data_ptr<int64_t>();
   s.g_cols = Round16(s.n_g);
   s.tp = s.g_cols + Round16(3 * s.b);
-  s.lp = Round16(s.num_labels);
-  s.q = in.queries.data_ptr<T>();
-  s.kg = in.global_keys.data_ptr<T>();
-  s.vg = in.global_values.data_ptr<T>();
-  s.kl = in.long_keys.data_ptr<T>();
-  s.vl = in.long_values.data_ptr<T>();
-  const at::Tensor rel = in.relative_keys.to(at::kFloat).contiguous();
-  const at::Tensor rel_bf16 = in.relative_keys.to(at::kBFloat16).contiguous();
-  s.rel = rel.data_ptr<float>();
-  s.rel_bf16 = rel_bf16.data_ptr<at::BFloat16>();
-  s.own_lo = in.own_lo.data_ptr<int64_t>();
-  s.own_hi = in.own_hi.data_ptr<int64_t>();
-  s.block_index = in.block_index.data_ptr<int64_t>();
-  const int64_t* labels = in.local_labels.data_ptr<int64_t>();
-  s.labels.assign(labels, labels + in.local_labels.numel());
-  s.out = OutputOf(out);
   const int64_t dh = s.dh, slots = 3 * s.b;
   at::parallel_for(0, s.h * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch w;
@@ -310,16 +310,10 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
 constexpr int64_t kKeyChunk = 256;  // keys packed at a time (a chunk's kt: 64 KiB at dh 64)
 constexpr int64_t kTaskRows = 32;   // global query rows a task
 
+// The global-query kernel's: labels is the g2g table [n_g, n_g].
 template <typename T>
-struct GlobalShared {
-  const T *q, *kg, *vg, *kl, *vl;
-  const float* rel;              // [h, L, dh] in fp32 (fp32 heads)
-  const at::BFloat16* rel_bf16;  // and in bf16 (bf16 heads)
-  const int64_t *own_lo, *own_hi;
-  std::vector<int32_t> labels;  // g2g [n_g, n_g]
-  int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of, lp;
+struct GlobalShared : Common<T> {
   bool mask_outside;
-  Output out;
 };
 
 // A thread's buffers: a chunk's keys transposed (fp32 heads; their pairs and the values' pairs
@@ -486,58 +480,19 @@ LONGQA_AVX512_BF16 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch
 }
 
 template <typename T>
-LONGQA_AVX512_BF16 void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w,
-                                                int64_t head, int64_t row0, int64_t rows) {
-  switch (s.dh / 16) {
-    case 1:
-      return AttendGlobalRows<1>(s, w, head, row0, rows);
-    case 2:
-      return AttendGlobalRows<2>(s, w, head, row0, rows);
-    case 3:
-      return AttendGlobalRows<3>(s, w, head, row0, rows);
-    case 4:
-      return AttendGlobalRows<4>(s, w, head, row0, rows);
-    case 5:
-      return AttendGlobalRows<5>(s, w, head, row0, rows);
-    case 6:
-      return AttendGlobalRows<6>(s, w, head, row0, rows);
-    case 7:
-      return AttendGlobalRows<7>(s, w, head, row0, rows);
-    case 8:
-      return AttendGlobalRows<8>(s, w, head, row0, rows);
-    default:
-      throw std::logic_error("FusedEtcGlobalAttention: head width not supported");
-  }
+void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w, int64_t head, int64_t row0,
+                             int64_t rows) {
+  attention_tiles::ForVectorsPerHead(
+      s.dh / 16, [&](auto nv) { AttendGlobalRows<decltype(nv)::value>(s, w, head, row0, rows); });
 }
 
 template <typename T>
 void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, at::Tensor& out) {
   GlobalShared<T> s;
-  s.h = in.queries.size(0);
-  s.n_g = in.queries.size(1);
-  s.dh = in.queries.size(2);
-  s.n_l = in.n_l;
-  s.b = in.block;
-  s.n_pad = (in.long_keys.size(0) - 2 * s.b) / s.h;
-  s.num_labels = in.relative_keys.size(1);
-  s.part_of = in.part_of;
-  s.not_part_of = in.not_part_of;
-  s.lp = Round16(s.num_labels);
+  FillCommon(s, in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
+             in.relative_keys, in.own_lo, in.own_hi, in.g2g_labels, in.part_of, in.not_part_of,
+             in.block, in.n_l, out);
   s.mask_outside = in.mask_outside;
-  s.q = in.queries.data_ptr<T>();
-  s.kg = in.global_keys.data_ptr<T>();
-  s.vg = in.global_values.data_ptr<T>();
-  s.kl = in.long_keys.data_ptr<T>();
-  s.vl = in.long_values.data_ptr<T>();
-  const at::Tensor rel = in.relative_keys.to(at::kFloat).contiguous();
-  s.rel = rel.data_ptr<float>();
-  const at::Tensor rel_bf16 = in.relative_keys.to(at::kBFloat16).contiguous();
-  s.rel_bf16 = rel_bf16.data_ptr<at::BFloat16>();
-  s.own_lo = in.own_lo.data_ptr<int64_t>();
-  s.own_hi = in.own_hi.data_ptr<int64_t>();
-  const int64_t* labels = in.g2g_labels.data_ptr<int64_t>();
-  s.labels.assign(labels, labels + in.g2g_labels.numel());
-  s.out = OutputOf(out);
   const int64_t dh = s.dh, groups = (rows + kTaskRows - 1) / kTaskRows;
   at::parallel_for(0, s.h * groups, 1, [&](int64_t begin, int64_t end) {
     GlobalScratch w;
