@@ -32,12 +32,14 @@ struct EtcOutput {
 // fp32), so that attention's transient memory does not grow with the document: a 100k-token
 // document with 256 segments costs the same per chunk as a 4k-token one.
 inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
-// The inference path (autograd off) works on smaller score chunks, about this many elements
-// (4 MB in fp32) on the CPU: scores, their biases and softmax stay in cache between passes. A
-// chunk and its softmax are most of ETC's memory that does not grow with the document: 2M
-// elements cost 9 MiB more tensor peak than 1M at 5k-42k tokens (models/scratch_etc), at the same
-// speed within noise (bench/results/etc_memory/session27.txt). A GPU keeps 2M: each chunk is
-// several kernel launches a head, and smaller chunks were not measured there.
+// The inference path (autograd off) in LibTorch's form (GPUs, CPUs without the AVX-512 paths:
+// the fused kernels of fused_etc_attention.h hold no score chunk) works on smaller score chunks,
+// about this many elements (4 MB in fp32) on the CPU: scores, their biases and softmax stay in
+// cache between passes. A chunk and its softmax are most of ETC's memory that does not grow with
+// the document: 2M elements cost 9 MiB more tensor peak than 1M at 5k-42k tokens
+// (models/scratch_etc), at the same speed within noise (bench/results/etc_memory/session27.txt). A
+// GPU keeps 2M: each chunk is several kernel launches a head, and smaller chunks were not measured
+// there.
 inline constexpr int64_t kEtcInferenceChunkScores = int64_t{1} << 20;
 inline constexpr int64_t kEtcGpuInferenceChunkScores = int64_t{2} << 20;
 inline int64_t EtcInferenceChunkScores(bool on_cpu) {
