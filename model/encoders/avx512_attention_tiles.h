@@ -142,18 +142,11 @@ struct ValueRows {
   int64_t col0;
 };
 
-// out[r] = inv_sum[r] * sum over the runs' rows j of weights[r][col0 + j] v_j for R rows (weights
-// `wld` apart, out `out_ld` apart, fp32 or bf16): R x NV accumulators, one broadcast weight
-// against the NV vectors of a value row per step.
-template <int R, int NV, typename T, size_t N>
-LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const ValueRows (&runs)[N],
-                                      const float* inv_sum, T* out, int64_t out_ld) {
-  __m512 acc[R][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
+// R x NV accumulators += sum over the runs' rows j of weights[r][col0 + j] v_j (weights `wld`
+// apart): one broadcast weight against the NV vectors of a value row per step.
+template <int R, int NV, size_t N>
+LONGQA_AVX512 inline void SumValueRows(const float* weights, int64_t wld,
+                                       const ValueRows (&runs)[N], __m512 (&acc)[R][NV]) {
   for (const ValueRows& run : runs) {
     for (int64_t j = 0; j < run.count; ++j) {
       __m512 value[NV];
@@ -167,6 +160,20 @@ LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const V
       }
     }
   }
+}
+
+// out[r] = inv_sum[r] * sum over the runs' rows j of weights[r][col0 + j] v_j for R rows (weights
+// `wld` apart, out `out_ld` apart, fp32 or bf16).
+template <int R, int NV, typename T, size_t N>
+LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const ValueRows (&runs)[N],
+                                      const float* inv_sum, T* out, int64_t out_ld) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  SumValueRows<R, NV>(weights, wld, runs, acc);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const __m512 inv = _mm512_set1_ps(inv_sum[r]);
@@ -192,17 +199,8 @@ LONGQA_AVX512 inline void AccumulateWeightedSum(const float* weights, int64_t wl
       acc[r][v] = _mm512_mul_ps(keep, _mm512_loadu_ps(acc_rows + r * acc_ld + 16 * v));
     }
   }
-  for (int64_t j = 0; j < run.count; ++j) {
-    __m512 value[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) value[v] = _mm512_loadu_ps(run.v + j * run.ld + 16 * v);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 weight = _mm512_set1_ps(weights[r * wld + run.col0 + j]);
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(weight, value[v], acc[r][v]);
-    }
-  }
+  const ValueRows runs[] = {run};
+  SumValueRows<R, NV>(weights, wld, runs, acc);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
@@ -383,8 +381,11 @@ LONGQA_AVX512_BF16 inline void AccumulateWeightedSumBf16(const at::BFloat16* wei
   }
 }
 
+// The 16-float vectors of the widest head the AVX-512 attention kernels take (dh 128).
+inline constexpr int64_t kMaxVectorsPerHead = 8;
+
 // Calls f(std::integral_constant<int, NV>{}) for NV = nv, the 16-float vectors of a head (1 to
-// 8: dh 16 to 128), so that a kernel's accumulators can be sized at compile time.
+// kMaxVectorsPerHead: dh 16 to 128), so that a kernel's accumulators can be sized at compile time.
 template <typename F>
 inline void ForVectorsPerHead(int64_t nv, F&& f) {
   switch (nv) {

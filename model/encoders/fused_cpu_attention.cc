@@ -22,8 +22,8 @@
 namespace longqa {
 namespace {
 
-constexpr int64_t kMaxVectorsPerHead = 8;  // dh up to 128
 using attention_tiles::kMaxRows;
+using attention_tiles::kMaxVectorsPerHead;
 using attention_tiles::RowsFor;
 
 // One head of one window as the kernels read it: queries and values (fp32 or bf16: T) rows `ld`

@@ -18,8 +18,8 @@ namespace longqa {
 namespace {
 
 using attention_tiles::kMaxRows;
+using attention_tiles::kMaxVectorsPerHead;
 using attention_tiles::RowsFor;
-constexpr int64_t kMaxVectorsPerHead = 8;  // dh up to 128
 
 int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -40,13 +40,14 @@ Output OutputOf(const at::Tensor& out) {
 }
 
 // What every task of either kernel reads: raw pointers into the inputs' tensors (the relative
-// keys converted once a call, kept alive here), and a label table as int32 (gathered 16 a load).
+// keys in the heads' dtype, converted once a call, kept alive here), and the label rows the call
+// reads as int32 (gathered 16 a load).
 template <typename T>
 struct Common {
   const T *q, *kg, *vg, *kl, *vl;
-  at::Tensor rel_tensor, rel_bf16_tensor;
-  const float* rel;              // [h, L, dh] in fp32 (fp32 heads)
-  const at::BFloat16* rel_bf16;  // and in bf16 (bf16 heads)
+  at::Tensor rel_tensor;
+  const float* rel = nullptr;              // [h, L, dh] in fp32 (fp32 heads)
+  const at::BFloat16* rel_bf16 = nullptr;  // or in bf16 (bf16 heads)
   const int64_t *own_lo, *own_hi;
   std::vector<int32_t> labels;
   int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of;
@@ -75,10 +76,12 @@ void FillCommon(Common<T>& s, const at::Tensor& queries, const at::Tensor& globa
   s.vg = global_values.data_ptr<T>();
   s.kl = long_keys.data_ptr<T>();
   s.vl = long_values.data_ptr<T>();
-  s.rel_tensor = relative_keys.to(at::kFloat).contiguous();
-  s.rel_bf16_tensor = relative_keys.to(at::kBFloat16).contiguous();
-  s.rel = s.rel_tensor.template data_ptr<float>();
-  s.rel_bf16 = s.rel_bf16_tensor.template data_ptr<at::BFloat16>();
+  s.rel_tensor = relative_keys.to(queries.scalar_type()).contiguous();
+  if constexpr (std::is_same_v<T, float>) {
+    s.rel = s.rel_tensor.template data_ptr<float>();
+  } else {
+    s.rel_bf16 = s.rel_tensor.template data_ptr<at::BFloat16>();
+  }
   s.own_lo = own_lo.data_ptr<int64_t>();
   s.own_hi = own_hi.data_ptr<int64_t>();
   const int64_t* table = labels.data_ptr<int64_t>();
@@ -227,9 +230,8 @@ LONGQA_AVX512_BF16 void AttendBlock(const Shared<T>& s, Scratch& w, int64_t head
   if (w.head != head) {  // the head's global keys and values and its label keys
     if constexpr (std::is_same_v<T, float>) {
       attention_tiles::PackKeysTransposed(s.kg + globals, dh, s.n_g, dh, w.kt.data(), s.tp);
-      for (int64_t l = 0; l < s.num_labels; ++l) {
-        for (int64_t c = 0; c < dh; ++c) w.relt[c * s.lp + l] = s.rel[labels + l * dh + c];
-      }
+      attention_tiles::PackKeysTransposed(s.rel + labels, dh, s.num_labels, dh, w.relt.data(),
+                                          s.lp);
     } else {
       attention_tiles::PackKeyPairs(s.kg + globals, dh, s.n_g, dh, w.kp.data(), s.tp);
       attention_tiles::PackKeyPairs(s.rel_bf16 + labels, dh, s.num_labels, dh, w.relp.data(), s.lp);
@@ -310,9 +312,10 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
 constexpr int64_t kKeyChunk = 256;  // keys packed at a time (a chunk's kt: 64 KiB at dh 64)
 constexpr int64_t kTaskRows = 32;   // global query rows a task
 
-// The global-query kernel's: labels is the g2g table [n_g, n_g].
+// The global-query kernel's: labels is the call's rows [r0, r0 + rows) of the g2g table.
 template <typename T>
 struct GlobalShared : Common<T> {
+  int64_t r0;
   bool mask_outside;
 };
 
@@ -351,7 +354,7 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch&
       AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
                     qa[s.part_of], s.mask_outside);
     } else {
-      AddLabels(row_scores, count, s.labels.data() + row * s.n_g + key0, nullptr, qa);
+      AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }
     __m512 most = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < tp; j += 16) {
@@ -443,9 +446,7 @@ LONGQA_AVX512_BF16 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch
   const T* q = s.q + (head * s.n_g + row0) * dh;
   const int64_t labels = head * s.num_labels * dh;
   if constexpr (std::is_same_v<T, float>) {
-    for (int64_t l = 0; l < s.num_labels; ++l) {
-      for (int64_t c = 0; c < dh; ++c) w.relt[c * s.lp + l] = s.rel[labels + l * dh + c];
-    }
+    attention_tiles::PackKeysTransposed(s.rel + labels, dh, s.num_labels, dh, w.relt.data(), s.lp);
   } else {
     attention_tiles::PackKeyPairs(s.rel_bf16 + labels, dh, s.num_labels, dh, w.relp.data(), s.lp);
   }
@@ -486,12 +487,19 @@ void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w, int64_t
       s.dh / 16, [&](auto nv) { AttendGlobalRows<decltype(nv)::value>(s, w, head, row0, rows); });
 }
 
+// Rows [r0, r0 + rows) of the g2g label table: all a call reads (and checks).
+at::Tensor G2gRows(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows) {
+  const int64_t n_g = in.queries.size(1);
+  return in.g2g_labels.view({n_g, n_g}).narrow(0, r0, rows);
+}
+
 template <typename T>
 void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, at::Tensor& out) {
   GlobalShared<T> s;
   FillCommon(s, in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
-             in.relative_keys, in.own_lo, in.own_hi, in.g2g_labels, in.part_of, in.not_part_of,
-             in.block, in.n_l, out);
+             in.relative_keys, in.own_lo, in.own_hi, G2gRows(in, r0, rows), in.part_of,
+             in.not_part_of, in.block, in.n_l, out);
+  s.r0 = r0;
   s.mask_outside = in.mask_outside;
   const int64_t dh = s.dh, groups = (rows + kTaskRows - 1) / kTaskRows;
   at::parallel_for(0, s.h * groups, 1, [&](int64_t begin, int64_t end) {
@@ -619,9 +627,9 @@ void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int
   Require(in.global_keys.size(1) == n_g, "one global key per global query");
   Require(in.n_l >= 0 && in.n_l <= n_pad, "n_l must fit each head's rows");
   Require(r0 >= 0 && rows >= 0 && r0 + rows <= n_g, "rows out of range");
-  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, in.g2g_labels);
   Require(in.own_lo.numel() == n_g && in.own_hi.numel() == n_g, "own ranges need n_g rows");
   Require(in.g2g_labels.numel() == n_g * n_g, "g2g labels must be [n_g, n_g]");
+  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, G2gRows(in, r0, rows));
   Require(out.dim() == 2 && out.size(0) == n_g && out.size(1) == h * dh,
           "out must be [n_g, h * dh]");
   if (in.queries.scalar_type() == at::kFloat) {
