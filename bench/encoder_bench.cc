@@ -9,10 +9,11 @@
 // Usage: longqa-encoder-bench [--min_tokens=1024] [--max_tokens=32768] [--threads=N]
 //                             [--layers=12] [--device=cuda] [--batch=N]
 //                             [--models=sliding,cluster,nca,clustered,iclustered,etc,unfused,
-//                                       etc-libtorch]
+//                                       etc-avx2,etc-libtorch]
 //                             [--precision=fp32|bf16|int8]
 // unfused / etc-libtorch: the sliding-window layers' training path, ETC's LibTorch attention in
-// place of the fused CPU kernels (a before/after in one run).
+// place of the fused CPU kernels (a before/after in one run); etc-avx2: ETC's fused kernels in
+// their AVX2 form (fp32) on an AVX-512 CPU.
 // "of GEMM" is against the fp32 GEMM, or the bf16 GEMM for --precision=bf16.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--min_tokens=N] [--max_tokens=N] [--threads=N] [--layers=N] [--device=D] "
-          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused,etc-libtorch] "
+          "[--models=sliding,cluster,nca,clustered,iclustered,etc,unfused,etc-avx2,etc-libtorch] "
           "[--precision=fp32|bf16|int8] "
           "[--batch=N]\n",
           argv[0]);
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (!models.count("etc") && !models.count("etc-libtorch")) return 0;
+  if (!models.count("etc") && !models.count("etc-avx2") && !models.count("etc-libtorch")) return 0;
   longqa::ModelConfig etc = longqa::ClusterFormerConfig(
       8000, 768, 12, 3072, std::string(num_layers, 'E'), 256, 224, 0, 30);
   etc.architecture = longqa::Architecture::kEtc;
@@ -215,12 +216,16 @@ int main(int argc, char** argv) {
   const longqa::TensorMap etc_weights = OnDevice(longqa::RandomWeights(etc, 1), device);
   longqa::EtcEncoder etc_encoder(etc, etc_weights, longqa::kEtcScoreBudget, precision);
   // "etc-libtorch": the same encoder with LibTorch's chunked attention instead of the fused CPU
-  // kernels, for a before/after in one run.
-  std::vector<std::pair<std::string, bool>> etc_rows;
-  if (models.count("etc")) etc_rows.push_back({"etc", true});
-  if (models.count("etc-libtorch")) etc_rows.push_back({"etc-libtorch", false});
-  for (const auto& [etc_name, fused] : etc_rows) {
-    etc_encoder.set_fused_cpu_attention(fused);
+  // kernels, "etc-avx2" with their AVX2 form (on AVX-512 CPUs too), for before/afters in one run.
+  std::vector<std::pair<std::string, longqa::EtcCpuAttention>> etc_rows;
+  if (models.count("etc")) etc_rows.push_back({"etc", longqa::EtcCpuAttention::kFused});
+  if (models.count("etc-avx2"))
+    etc_rows.push_back({"etc-avx2", longqa::EtcCpuAttention::kFusedAvx2});
+  if (models.count("etc-libtorch")) {
+    etc_rows.push_back({"etc-libtorch", longqa::EtcCpuAttention::kLibTorch});
+  }
+  for (const auto& [etc_name, form] : etc_rows) {
+    etc_encoder.set_cpu_attention(form);
     for (int64_t tokens = min_tokens; tokens <= max_tokens; tokens *= 2) {
       std::vector<int32_t> ids(tokens);
       std::vector<int64_t> paragraph(tokens);

@@ -93,7 +93,8 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
 // of the long queries, keys and values, a row block of the projection being copied, and one chunk
 // of scores with its softmax: etc_encoder.h's chunk each, for long and global queries alike;
 // the long queries' softmax is written over its scores on AVX-512 CPUs, not elsewhere: two counted;
-// on CPUs with the fused ETC kernels no chunk exists at all: 8 MiB over there, kept for all CPUs)
+// where the fused ETC kernels run (AVX-512, or AVX2 in fp32) no chunk exists at all: 8 MiB over
+// there, kept for all CPUs)
 // and Finish (a row block's dense tensors where the layers run them, else the whole layer's).
 // Measured tensor peaks of models/scratch_etc at 5k-42k tokens: 40-185 MiB with Q, K and V made
 // at once and contexts concatenated, 32-124 MiB since (docs/perf/README.md, session 26), 23-115

@@ -295,7 +295,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
     return buffer.narrow(0, b, h * n_pad).view({h, n_pad, dh}).narrow(1, 0, n_l);
   };
 
-  // Global queries: on AVX-512 CPUs in one fused pass per (head, group of rows)
+  // Global queries: on AVX-512 and AVX2 CPUs in one fused pass per (head, group of rows)
   // (fused_etc_attention.h); elsewhere in LibTorch, as follows.
   EtcGlobalAttentionInputs global;
   global.queries = qg_h;
@@ -312,10 +312,13 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   global.mask_outside = config_.etc.hard_g2l_mask;
   global.block = b;
   global.n_l = n_l;
-  if (fused_cpu_attention_ && FusedEtcGlobalAttentionApplies(global)) {
+  const bool fused = cpu_attention_ != EtcCpuAttention::kLibTorch;
+  const EtcKernelIsa isa =
+      cpu_attention_ == EtcCpuAttention::kFusedAvx2 ? EtcKernelIsa::kAvx2 : EtcKernelIsa::kAuto;
+  if (fused && FusedEtcGlobalAttentionApplies(global, isa)) {
     for (int64_t r0 = 0; r0 < n_g; r0 += kFusedGlobalRows) {
       StopIfAsked(stop);
-      FusedEtcGlobalAttention(global, r0, std::min(kFusedGlobalRows, n_g - r0), g_out);
+      FusedEtcGlobalAttention(global, r0, std::min(kFusedGlobalRows, n_g - r0), g_out, isa);
     }
   } else {
     // Global queries: g2g keys first, then the long keys a chunk at a time with a running
@@ -351,8 +354,8 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
     g_out.view({n_g, h, dh}).copy_(g_acc.div_(total).permute({1, 0, 2}));
   }
 
-  // Long queries: on AVX-512 CPUs in one fused pass per (head, block); elsewhere a chunk of
-  // blocks at a time in LibTorch, scores [h, rows, n_g + 3b], the global keys' columns first,
+  // Long queries: on AVX-512 and AVX2 CPUs in one fused pass per (head, block); elsewhere a chunk
+  // of blocks at a time in LibTorch, scores [h, rows, n_g + 3b], the global keys' columns first,
   // then the block's three neighbouring blocks.
   const at::Tensor ql_h =
       ProjectedHeadMajor(layer.base, 0, xl, h, n_pad, 0, dtype, scale).view({h, n_pad, dh});
@@ -371,10 +374,10 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   local.block_index = t.block_index;
   local.block = b;
   local.n_l = n_l;
-  if (fused_cpu_attention_ && FusedEtcLongAttentionApplies(local)) {
+  if (fused && FusedEtcLongAttentionApplies(local, isa)) {
     for (int64_t b0 = 0; b0 < nb; b0 += kFusedChunkBlocks) {
       StopIfAsked(stop);
-      FusedEtcLongAttention(local, b0, std::min(kFusedChunkBlocks, nb - b0), l_out);
+      FusedEtcLongAttention(local, b0, std::min(kFusedChunkBlocks, nb - b0), l_out, isa);
     }
   } else {
     const int64_t cols = n_g + 3 * b;

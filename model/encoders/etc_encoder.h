@@ -32,8 +32,9 @@ struct EtcOutput {
 // fp32), so that attention's transient memory does not grow with the document: a 100k-token
 // document with 256 segments costs the same per chunk as a 4k-token one.
 inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
-// The inference path (autograd off) in LibTorch's form (GPUs, CPUs without the AVX-512 paths:
-// the fused kernels of fused_etc_attention.h hold no score chunk) works on smaller score chunks,
+// The inference path (autograd off) in LibTorch's form (GPUs, CPUs with neither the AVX-512 nor
+// the AVX2 paths, bf16 heads without AVX-512: the fused kernels of fused_etc_attention.h hold no
+// score chunk) works on smaller score chunks,
 // about this many elements (4 MB in fp32) on the CPU: scores, their biases and softmax stay in
 // cache between passes. A chunk and its softmax are most of ETC's memory that does not grow with
 // the document: 2M elements cost 9 MiB more tensor peak than 1M at 5k-42k tokens
@@ -42,6 +43,11 @@ inline constexpr int64_t kEtcScoreBudget = int64_t{1} << 24;
 // there.
 inline constexpr int64_t kEtcInferenceChunkScores = int64_t{1} << 20;
 inline constexpr int64_t kEtcGpuInferenceChunkScores = int64_t{2} << 20;
+
+// The inference path's attention on the CPU: kFused the fused kernels of fused_etc_attention.h
+// where they apply (their AVX-512 form, else their AVX2 form), kFusedAvx2 their AVX2 form even on
+// AVX-512 CPUs (fp32 heads), kLibTorch LibTorch's chunked form.
+enum class EtcCpuAttention { kFused, kFusedAvx2, kLibTorch };
 inline int64_t EtcInferenceChunkScores(bool on_cpu) {
   return on_cpu ? kEtcInferenceChunkScores : kEtcGpuInferenceChunkScores;
 }
@@ -61,10 +67,9 @@ class EtcEncoder {
   EtcOutput Forward(const std::vector<EtcInput>& inputs, const at::Device& device,
                     const StopCheck& stop = nullptr) const;
 
-  // On CPUs with the AVX-512 paths the inference path's attention runs the fused kernels
-  // (fused_etc_attention.h); false keeps LibTorch's chunked form there too: a before/after in
-  // one benchmark run, and the test that both forms agree.
-  void set_fused_cpu_attention(bool on) { fused_cpu_attention_ = on; }
+  // The form of the inference path's attention on the CPU (kFused by default): a before/after in
+  // one benchmark run, and the tests that the forms agree.
+  void set_cpu_attention(EtcCpuAttention form) { cpu_attention_ = form; }
 
  private:
   struct Layer {
@@ -95,7 +100,7 @@ class EtcEncoder {
 
   ModelConfig config_;
   int64_t score_budget_;
-  bool fused_cpu_attention_ = true;
+  EtcCpuAttention cpu_attention_ = EtcCpuAttention::kFused;
   Embeddings embeddings_;
   std::vector<Layer> layers_;
 };

@@ -13,6 +13,8 @@
 #include "model/encoders/avx512_attention_tiles.h"
 #include "model/encoders/avx512_vector.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/fused_etc_attention_avx2.h"
+#include "model/encoders/fused_etc_common.h"
 
 namespace longqa {
 namespace {
@@ -20,79 +22,13 @@ namespace {
 using attention_tiles::kMaxRows;
 using attention_tiles::kMaxVectorsPerHead;
 using attention_tiles::RowsFor;
+using etc_fused::Common;
 
 int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// The context's rows: fp32 or bf16 (one pointer set), whatever the heads' dtype.
-struct Output {
-  float* f = nullptr;
-  at::BFloat16* bf16 = nullptr;
-};
-
-Output OutputOf(const at::Tensor& out) {
-  Output o;
-  if (out.scalar_type() == at::kFloat) {
-    o.f = out.data_ptr<float>();
-  } else {
-    o.bf16 = out.data_ptr<at::BFloat16>();
-  }
-  return o;
-}
-
-// What every task of either kernel reads: raw pointers into the inputs' tensors (the relative
-// keys in the heads' dtype, converted once a call, kept alive here), and the label rows the call
-// reads as int32 (gathered 16 a load).
-template <typename T>
-struct Common {
-  const T *q, *kg, *vg, *kl, *vl;
-  at::Tensor rel_tensor;
-  const float* rel = nullptr;              // [h, L, dh] in fp32 (fp32 heads)
-  const at::BFloat16* rel_bf16 = nullptr;  // or in bf16 (bf16 heads)
-  const int64_t *own_lo, *own_hi;
-  std::vector<int32_t> labels;
-  int64_t h, dh, n_g, n_l, n_pad, b, num_labels, part_of, not_part_of;
-  int64_t lp;  // label columns
-  Output out;
-};
-
-template <typename T>
-void FillCommon(Common<T>& s, const at::Tensor& queries, const at::Tensor& global_keys,
-                const at::Tensor& global_values, const at::Tensor& long_keys,
-                const at::Tensor& long_values, const at::Tensor& relative_keys,
-                const at::Tensor& own_lo, const at::Tensor& own_hi, const at::Tensor& labels,
-                int64_t part_of, int64_t not_part_of, int64_t block, int64_t n_l, at::Tensor& out) {
-  s.h = queries.size(0);
-  s.dh = queries.size(2);
-  s.n_g = global_keys.size(1);
-  s.n_l = n_l;
-  s.b = block;
-  s.n_pad = (long_keys.size(0) - 2 * block) / s.h;
-  s.num_labels = relative_keys.size(1);
-  s.part_of = part_of;
-  s.not_part_of = not_part_of;
-  s.lp = Round16(s.num_labels);
-  s.q = queries.data_ptr<T>();
-  s.kg = global_keys.data_ptr<T>();
-  s.vg = global_values.data_ptr<T>();
-  s.kl = long_keys.data_ptr<T>();
-  s.vl = long_values.data_ptr<T>();
-  s.rel_tensor = relative_keys.to(queries.scalar_type()).contiguous();
-  if constexpr (std::is_same_v<T, float>) {
-    s.rel = s.rel_tensor.template data_ptr<float>();
-  } else {
-    s.rel_bf16 = s.rel_tensor.template data_ptr<at::BFloat16>();
-  }
-  s.own_lo = own_lo.data_ptr<int64_t>();
-  s.own_hi = own_hi.data_ptr<int64_t>();
-  const int64_t* table = labels.data_ptr<int64_t>();
-  s.labels.assign(table, table + labels.numel());
-  s.out = OutputOf(out);
-}
-
-// The long-query kernel's: labels is the l2l table [block, 3 * block].
+// The long-query kernel's.
 template <typename T>
 struct Shared : Common<T> {
-  const int64_t* block_index;
   // Score columns: n_g global ones, the local ones from g_cols = round16(n_g) (an even column, as
   // the bf16 weight pairs need), tp in all.
   int64_t g_cols, tp;
@@ -273,10 +209,7 @@ void AttendBlockOfWidth(const Shared<T>& s, Scratch& w, int64_t head, int64_t bl
 template <typename T>
 void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Tensor& out) {
   Shared<T> s;
-  FillCommon(s, in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
-             in.relative_keys, in.own_lo, in.own_hi, in.local_labels, in.part_of, in.not_part_of,
-             in.block, in.n_l, out);
-  s.block_index = in.block_index.data_ptr<int64_t>();
+  etc_fused::FillLong(s, in, out, 16);
   s.g_cols = Round16(s.n_g);
   s.tp = s.g_cols + Round16(3 * s.b);
   const int64_t dh = s.dh, slots = 3 * s.b;
@@ -312,13 +245,6 @@ void Attend(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks, at::Te
 constexpr int64_t kKeyChunk = 256;  // keys packed at a time (a chunk's kt: 64 KiB at dh 64)
 constexpr int64_t kTaskRows = 32;   // global query rows a task
 
-// The global-query kernel's: labels is the call's rows [r0, r0 + rows) of the g2g table.
-template <typename T>
-struct GlobalShared : Common<T> {
-  int64_t r0;
-  bool mask_outside;
-};
-
 // A thread's buffers: a chunk's keys transposed (fp32 heads; their pairs and the values' pairs
 // for bf16 heads) and its column bias (0, then -inf past the chunk's keys), the task's label
 // scores, its rows' accumulators, running maxima and sums.
@@ -332,7 +258,7 @@ struct GlobalScratch {
 // bf16 heads read w.vp) for the task's query rows [i0, i0 + R) (request rows row0 + i0 + r):
 // scores, the chunk's term, the running maximum and sum, the accumulators.
 template <int NV, int R, typename T>
-LONGQA_AVX512_BF16 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch& w, const T* q,
+LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, const T* q,
                                         int64_t row0, int64_t i0, bool long_keys, int64_t key0,
                                         int64_t count, const float* v) {
   constexpr int64_t dh = 16 * NV;
@@ -384,7 +310,7 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const GlobalShared<T>& s, GlobalScratch&
 }
 
 template <int NV, int R, typename T>
-LONGQA_AVX512_BF16 void GlobalChunkRowsOf(int rows, const GlobalShared<T>& s, GlobalScratch& w,
+LONGQA_AVX512_BF16 void GlobalChunkRowsOf(int rows, const Common<T>& s, GlobalScratch& w,
                                           const T* q, int64_t row0, int64_t i0, bool long_keys,
                                           int64_t key0, int64_t count, const float* v) {
   if constexpr (R > 1) {
@@ -415,9 +341,9 @@ LONGQA_AVX512_BF16 void LabelScoresOf(int rows, GlobalScratch& w, const T* q, in
 
 // Keys [key0, key0 + count) of k (rows dh apart) through every row of the task.
 template <int NV, typename T>
-LONGQA_AVX512_BF16 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, const T* q,
-                                    int64_t row0, int64_t rows, bool long_keys, const T* k,
-                                    const T* v, int64_t key0, int64_t count) {
+LONGQA_AVX512_BF16 void GlobalChunk(const Common<T>& s, GlobalScratch& w, const T* q, int64_t row0,
+                                    int64_t rows, bool long_keys, const T* k, const T* v,
+                                    int64_t key0, int64_t count) {
   constexpr int64_t dh = 16 * NV;
   constexpr int R = RowsFor(NV);
   const int64_t tp = Round16(count);
@@ -439,7 +365,7 @@ LONGQA_AVX512_BF16 void GlobalChunk(const GlobalShared<T>& s, GlobalScratch& w, 
 
 // Global rows [row0, row0 + rows) of head `head`.
 template <int NV, typename T>
-LONGQA_AVX512_BF16 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch& w, int64_t head,
+LONGQA_AVX512_BF16 void AttendGlobalRows(const Common<T>& s, GlobalScratch& w, int64_t head,
                                          int64_t row0, int64_t rows) {
   constexpr int64_t dh = 16 * NV;
   constexpr int R = RowsFor(NV);
@@ -481,26 +407,16 @@ LONGQA_AVX512_BF16 void AttendGlobalRows(const GlobalShared<T>& s, GlobalScratch
 }
 
 template <typename T>
-void AttendGlobalRowsOfWidth(const GlobalShared<T>& s, GlobalScratch& w, int64_t head, int64_t row0,
+void AttendGlobalRowsOfWidth(const Common<T>& s, GlobalScratch& w, int64_t head, int64_t row0,
                              int64_t rows) {
   attention_tiles::ForVectorsPerHead(
       s.dh / 16, [&](auto nv) { AttendGlobalRows<decltype(nv)::value>(s, w, head, row0, rows); });
 }
 
-// Rows [r0, r0 + rows) of the g2g label table: all a call reads (and checks).
-at::Tensor G2gRows(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows) {
-  const int64_t n_g = in.queries.size(1);
-  return in.g2g_labels.view({n_g, n_g}).narrow(0, r0, rows);
-}
-
 template <typename T>
 void AttendGlobal(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows, at::Tensor& out) {
-  GlobalShared<T> s;
-  FillCommon(s, in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
-             in.relative_keys, in.own_lo, in.own_hi, G2gRows(in, r0, rows), in.part_of,
-             in.not_part_of, in.block, in.n_l, out);
-  s.r0 = r0;
-  s.mask_outside = in.mask_outside;
+  Common<T> s;
+  etc_fused::FillGlobal(s, in, r0, rows, out, 16);
   const int64_t dh = s.dh, groups = (rows + kTaskRows - 1) / kTaskRows;
   at::parallel_for(0, s.h * groups, 1, [&](int64_t begin, int64_t end) {
     GlobalScratch w;
@@ -532,14 +448,30 @@ void Require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("fused ETC attention: ") + what);
 }
 
-// The queries' side of both Applies: the kernels read fp32 or bf16 heads of 16 to 128 features.
-bool QueriesApply(const at::Tensor& q) {
+// The queries' side of both Applies for the AVX-512 form: fp32 or bf16 heads of 16 to 128
+// features.
+bool Avx512Applies(const at::Tensor& q) {
   if (!FusedCpuOpsAvailable() || !q.defined() || !q.is_cpu() || q.dim() != 3 ||
       (q.scalar_type() != at::kFloat && q.scalar_type() != at::kBFloat16) || q.requires_grad()) {
     return false;
   }
   const int64_t dh = q.size(2);
   return dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead;
+}
+
+// For the AVX2 form: fp32 heads of 8 to 64 features.
+bool Avx2Applies(const at::Tensor& q) {
+  return Avx2EtcAttentionAvailable() && q.defined() && q.is_cpu() && q.dim() == 3 &&
+         q.scalar_type() == at::kFloat && !q.requires_grad() && Avx2EtcTakesHeadWidth(q.size(2));
+}
+
+bool QueriesApply(const at::Tensor& q, EtcKernelIsa isa) {
+  return (isa == EtcKernelIsa::kAuto && Avx512Applies(q)) || Avx2Applies(q);
+}
+
+// Whether a call that applies runs the AVX-512 form.
+bool UsesAvx512(const at::Tensor& q, EtcKernelIsa isa) {
+  return isa == EtcKernelIsa::kAuto && Avx512Applies(q);
 }
 
 // What both kernels read besides their queries and tables: keys and values of the queries'
@@ -582,17 +514,17 @@ void RequireLabels(int64_t labels, int64_t part_of, int64_t not_part_of, const a
 
 }  // namespace
 
-bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in) {
-  return QueriesApply(in.queries);
+bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in, EtcKernelIsa isa) {
+  return QueriesApply(in.queries, isa);
 }
 
-bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in) {
-  return QueriesApply(in.queries);
+bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in, EtcKernelIsa isa) {
+  return QueriesApply(in.queries, isa);
 }
 
 void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks,
-                           at::Tensor out) {
-  Require(FusedEtcLongAttentionApplies(in), "not an input of the fused path");
+                           at::Tensor out, EtcKernelIsa isa) {
+  Require(FusedEtcLongAttentionApplies(in, isa), "not an input of the fused path");
   const int64_t h = in.queries.size(0), n_pad = in.queries.size(1), dh = in.queries.size(2);
   const int64_t b = in.block;
   RequireKeysAndValues(in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
@@ -606,7 +538,11 @@ void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t
   Require(in.block_index.numel() >= (n_pad / b) * 3 * b, "block index must cover every block");
   Require(out.dim() == 2 && out.size(0) == in.n_l && out.size(1) == h * dh,
           "out must be [n_l, h * dh]");
-  if (in.queries.scalar_type() == at::kFloat) {
+  if (!UsesAvx512(in.queries, isa)) {
+    Common<float> s;
+    etc_fused::FillLong(s, in, out, 8);
+    Avx2EtcLongAttention(s, b0, blocks);
+  } else if (in.queries.scalar_type() == at::kFloat) {
     Attend<float>(in, b0, blocks, out);
   } else {
     Attend<at::BFloat16>(in, b0, blocks, out);
@@ -614,8 +550,8 @@ void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t
 }
 
 void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows,
-                             at::Tensor out) {
-  Require(FusedEtcGlobalAttentionApplies(in), "not an input of the fused path");
+                             at::Tensor out, EtcKernelIsa isa) {
+  Require(FusedEtcGlobalAttentionApplies(in, isa), "not an input of the fused path");
   const int64_t h = in.queries.size(0), n_g = in.queries.size(1), dh = in.queries.size(2);
   const int64_t b = in.block;
   Require(b > 0 && in.long_keys.dim() == 2 && (in.long_keys.size(0) - 2 * b) % h == 0,
@@ -629,10 +565,15 @@ void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int
   Require(r0 >= 0 && rows >= 0 && r0 + rows <= n_g, "rows out of range");
   Require(in.own_lo.numel() == n_g && in.own_hi.numel() == n_g, "own ranges need n_g rows");
   Require(in.g2g_labels.numel() == n_g * n_g, "g2g labels must be [n_g, n_g]");
-  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, G2gRows(in, r0, rows));
+  RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of,
+                etc_fused::G2gRows(in, r0, rows));
   Require(out.dim() == 2 && out.size(0) == n_g && out.size(1) == h * dh,
           "out must be [n_g, h * dh]");
-  if (in.queries.scalar_type() == at::kFloat) {
+  if (!UsesAvx512(in.queries, isa)) {
+    Common<float> s;
+    etc_fused::FillGlobal(s, in, r0, rows, out, 8);
+    Avx2EtcGlobalAttention(s, rows);
+  } else if (in.queries.scalar_type() == at::kFloat) {
     AttendGlobal<float>(in, r0, rows, out);
   } else {
     AttendGlobal<at::BFloat16>(in, r0, rows, out);

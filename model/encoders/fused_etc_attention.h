@@ -8,7 +8,9 @@
 // chunks of 256 with a running maximum and sum (online softmax). No score chunk exists.
 // fp32 heads in fp32 arithmetic; bf16 heads by AVX512_BF16 dot products (two features or two keys
 // a multiply-add, summed in fp32; the attention weights rounded to bf16 as LibTorch's bf16 path
-// rounds them, their sums kept in fp32): twice the fp32 rate on CPUs without AMX.
+// rounds them, their sums kept in fp32): twice the fp32 rate on CPUs without AMX. CPUs with AVX2
+// and FMA but no AVX-512 (and heads the AVX-512 form does not take) run the same passes in AVX2
+// (fused_etc_attention_avx2.cc): fp32 heads of 8 to 64 features.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,6 +18,10 @@
 #include <cstdint>
 
 namespace longqa {
+
+// Which form of the kernels a call runs: kAuto the AVX-512 form where it applies, else the AVX2
+// form; kAvx2 the AVX2 form (the tests run it on AVX-512 CPUs too).
+enum class EtcKernelIsa { kAuto, kAvx2 };
 
 // One request's long-query attention in the layout of EtcEncoder::AttendInference: every tensor
 // a contiguous CPU tensor; q, k and v of one dtype (fp32 or bf16).
@@ -38,18 +44,20 @@ struct EtcLongAttentionInputs {
   int64_t n_l = 0;         // long rows kept (the rest of n_pad is padding)
 };
 
-// Whether FusedEtcLongAttention computes these: a CPU with the AVX-512 paths of
-// FusedCpuOpsAvailable(), fp32 or bf16 tensors without autograd, dh a multiple of 16 up to 128.
+// Whether FusedEtcLongAttention computes these: CPU tensors without autograd, and either a CPU
+// with the AVX-512 paths of FusedCpuOpsAvailable(), fp32 or bf16 heads, dh a multiple of 16 up to
+// 128 (not with kAvx2), or a CPU with AVX2 and FMA, fp32 heads, dh a multiple of 8 up to 64.
 // EtcEncoder takes its LibTorch form otherwise (and on a GPU).
-bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in);
+bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in,
+                                  EtcKernelIsa isa = EtcKernelIsa::kAuto);
 
 // out rows [b0 * block, min(n_l, (b0 + blocks) * block)) ([n_l, h * dh], fp32 or bf16) =
 // softmax over the global keys and the block's three neighbouring blocks of
 // q·k + q·a_K[label], where the label is part_of / not_part_of for a global key and the relative
 // label for a long key (pairs beyond the radius or at an empty slot masked, -1e30 as the LibTorch
-// form), times the values. Requires FusedEtcLongAttentionApplies(in).
+// form), times the values. Requires FusedEtcLongAttentionApplies(in, isa).
 void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t blocks,
-                           at::Tensor out);
+                           at::Tensor out, EtcKernelIsa isa = EtcKernelIsa::kAuto);
 
 // One request's global-query attention (g2g and g2l keys under one softmax) in the layout of
 // EtcEncoder::AttendInference; tensors as EtcLongAttentionInputs'.
@@ -68,13 +76,14 @@ struct EtcGlobalAttentionInputs {
 };
 
 // Whether FusedEtcGlobalAttention computes these (as FusedEtcLongAttentionApplies).
-bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in);
+bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in,
+                                    EtcKernelIsa isa = EtcKernelIsa::kAuto);
 
 // out rows [r0, r0 + rows) ([n_g, h * dh], fp32 or bf16) = softmax over the global keys
 // (q·k + q·a_K[g2g label]) and the long keys (q·k + q·a_K[part_of / not_part_of]), times the
 // values: the long keys a chunk at a time with a running maximum and sum (online softmax), so no
-// [n_g, n_l] block exists. Requires FusedEtcGlobalAttentionApplies(in).
+// [n_g, n_l] block exists. Requires FusedEtcGlobalAttentionApplies(in, isa).
 void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int64_t rows,
-                             at::Tensor out);
+                             at::Tensor out, EtcKernelIsa isa = EtcKernelIsa::kAuto);
 
 }  // namespace longqa

@@ -4,12 +4,14 @@
 // ranges of 0 to 3 global keys (of 0 to 40 long keys for the global queries, with and without the
 // hard mask), global counts and head widths that are not multiples of the kernels' 16 columns,
 // padding rows in the last block, more long keys than a chunk of the online softmax, and a range
-// of blocks or rows (the rest untouched). The fp64 reference reads the same (bf16) inputs.
+// of blocks or rows (the rest untouched). The fp64 reference reads the same (bf16) inputs. Both
+// forms: AVX-512 (fp32 and bf16 heads of 16-128 features) and AVX2 (fp32 heads of 8-64, run here
+// with EtcKernelIsa::kAvx2 on AVX-512 CPUs too).
 // Tolerances, values in [-1, 1]: fp32 heads 2e-5 absolute (sums of a few hundred terms); bf16
-// heads 8e-3 into an fp32 output (the weights rounded to bf16 for the dot products: each within
-// 2^-8 of itself, so the context within 2^-8 of the sum of |v| they weigh; twice that bound) and
-// 2e-2 into a bf16 output (its rounding on top). The encoder that uses them: etc_test's heads of
-// 16 and 64 features.
+// heads 8e-3 into an fp32 output (fp32 heads into a bf16 output: 8e-3 too, its rounding) (the
+// weights rounded to bf16 for the dot products: each within 2^-8 of itself, so the context within
+// 2^-8 of the sum of |v| they weigh; twice that bound) and 2e-2 into a bf16 output (its rounding on
+// top). The encoder that uses them: etc_test's heads of 16 and 64 features.
 #include "model/encoders/fused_etc_attention.h"
 
 #include <ATen/ATen.h>
@@ -22,6 +24,7 @@
 
 #include "kernels/etc_score_bias.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/fused_etc_attention_avx2.h"
 
 namespace longqa {
 namespace {
@@ -29,6 +32,24 @@ namespace {
 struct Case {
   int64_t heads, dh, n_g, n_l, block, labels;
 };
+
+// The kernels' forms this CPU runs, and whether a form takes a case's head width and dtype.
+struct Form {
+  EtcKernelIsa isa;
+  const char* name;
+};
+
+std::vector<Form> FormsOfThisCpu() {
+  std::vector<Form> forms;
+  if (FusedCpuOpsAvailable()) forms.push_back({EtcKernelIsa::kAuto, "AVX-512"});
+  if (Avx2EtcAttentionAvailable()) forms.push_back({EtcKernelIsa::kAvx2, "AVX2"});
+  return forms;
+}
+
+bool FormTakes(const Form& form, int64_t dh, at::ScalarType dtype) {
+  if (form.isa == EtcKernelIsa::kAvx2) return dtype == at::kFloat && dh % 8 == 0 && dh <= 64;
+  return dh % 16 == 0;
+}
 
 struct Inputs {
   EtcLongAttentionInputs fused;
@@ -116,47 +137,55 @@ at::Tensor ReferenceRow(const Inputs& in, int64_t i) {
 }
 
 TEST(FusedEtcAttentionTest, MatchesTheFormulaInFp64) {
-  if (!FusedCpuOpsAvailable()) {
+  const std::vector<Form> forms = FormsOfThisCpu();
+  if (forms.empty()) {
     EtcLongAttentionInputs f = RandomInputs({1, 16, 3, 5, 2, 4}, at::kFloat, 1).fused;
     EXPECT_FALSE(FusedEtcLongAttentionApplies(f));
-    GTEST_SKIP() << "this CPU has no AVX-512 + bf16 instructions: the fused kernel is not used";
+    GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2: the fused kernels are not used";
   }
   const std::vector<Case> cases = {{2, 16, 3, 50, 5, 9},   {3, 64, 17, 100, 12, 27},
                                    {1, 128, 1, 7, 4, 5},   {2, 32, 40, 90, 85, 27},
-                                   {2, 48, 16, 33, 8, 12}, {1, 112, 5, 64, 16, 6}};
+                                   {2, 48, 16, 33, 8, 12}, {1, 112, 5, 64, 16, 6},
+                                   {2, 8, 9, 41, 7, 10},   {1, 24, 4, 30, 6, 8}};
   uint64_t seed = 5;
-  for (const Case& c : cases) {
-    for (const auto& [dtype, out_dtype] :
-         std::vector<std::pair<at::ScalarType, at::ScalarType>>{{at::kFloat, at::kFloat},
-                                                                {at::kBFloat16, at::kBFloat16},
-                                                                {at::kBFloat16, at::kFloat}}) {
-      SCOPED_TRACE(testing::Message()
-                   << "h " << c.heads << " dh " << c.dh << " n_g " << c.n_g << " n_l " << c.n_l
-                   << " block " << c.block << " " << c10::toString(dtype) << " into "
-                   << c10::toString(out_dtype));
-      const Inputs in = RandomInputs(c, dtype, ++seed);
-      ASSERT_TRUE(FusedEtcLongAttentionApplies(in.fused));
-      const int64_t nb = (c.n_l + c.block - 1) / c.block;
-      // Blocks [1, nb - 1) first (all of them for one block), then the rest.
-      const int64_t b0 = nb > 2 ? 1 : 0, blocks = nb > 2 ? nb - 2 : nb;
-      at::Tensor out = at::full({c.n_l, c.heads * c.dh}, 7.0, out_dtype);
-      FusedEtcLongAttention(in.fused, b0, blocks, out);
-      const int64_t first = b0 * c.block, last = std::min(c.n_l, (b0 + blocks) * c.block);
-      for (int64_t i = 0; i < c.n_l; ++i) {
-        if (i >= first && i < last) continue;
-        ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+  for (const Form& form : forms) {
+    for (const Case& c : cases) {
+      for (const auto& [dtype, out_dtype] :
+           std::vector<std::pair<at::ScalarType, at::ScalarType>>{{at::kFloat, at::kFloat},
+                                                                  {at::kFloat, at::kBFloat16},
+                                                                  {at::kBFloat16, at::kBFloat16},
+                                                                  {at::kBFloat16, at::kFloat}}) {
+        if (!FormTakes(form, c.dh, dtype)) continue;
+        SCOPED_TRACE(testing::Message()
+                     << form.name << " h " << c.heads << " dh " << c.dh << " n_g " << c.n_g
+                     << " n_l " << c.n_l << " block " << c.block << " " << c10::toString(dtype)
+                     << " into " << c10::toString(out_dtype));
+        const Inputs in = RandomInputs(c, dtype, ++seed);
+        ASSERT_TRUE(FusedEtcLongAttentionApplies(in.fused, form.isa));
+        const int64_t nb = (c.n_l + c.block - 1) / c.block;
+        // Blocks [1, nb - 1) first (all of them for one block), then the rest.
+        const int64_t b0 = nb > 2 ? 1 : 0, blocks = nb > 2 ? nb - 2 : nb;
+        at::Tensor out = at::full({c.n_l, c.heads * c.dh}, 7.0, out_dtype);
+        FusedEtcLongAttention(in.fused, b0, blocks, out, form.isa);
+        const int64_t first = b0 * c.block, last = std::min(c.n_l, (b0 + blocks) * c.block);
+        for (int64_t i = 0; i < c.n_l; ++i) {
+          if (i >= first && i < last) continue;
+          ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+        }
+        if (nb > 2) {
+          FusedEtcLongAttention(in.fused, 0, 1, out, form.isa);
+          FusedEtcLongAttention(in.fused, nb - 1, 1, out, form.isa);
+        }
+        const double tolerance = dtype == at::kFloat       ? (out_dtype == at::kFloat ? 2e-5 : 8e-3)
+                                 : out_dtype == at::kFloat ? 8e-3
+                                                           : 2e-2;
+        double worst = 0;
+        for (int64_t i = 0; i < c.n_l; ++i) {
+          const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
+          worst = std::max(worst, (got - ReferenceRow(in, i)).abs().max().item<double>());
+        }
+        EXPECT_LE(worst, tolerance);
       }
-      if (nb > 2) {
-        FusedEtcLongAttention(in.fused, 0, 1, out);
-        FusedEtcLongAttention(in.fused, nb - 1, 1, out);
-      }
-      const double tolerance = dtype == at::kFloat ? 2e-5 : out_dtype == at::kFloat ? 8e-3 : 2e-2;
-      double worst = 0;
-      for (int64_t i = 0; i < c.n_l; ++i) {
-        const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
-        worst = std::max(worst, (got - ReferenceRow(in, i)).abs().max().item<double>());
-      }
-      EXPECT_LE(worst, tolerance);
     }
   }
 }
@@ -216,41 +245,49 @@ at::Tensor ReferenceGlobalRow(const Inputs& in, const EtcGlobalAttentionInputs& 
 }
 
 TEST(FusedEtcAttentionTest, GlobalQueriesMatchTheFormulaInFp64) {
-  if (!FusedCpuOpsAvailable()) GTEST_SKIP() << "no AVX-512: the fused kernel is not used";
+  const std::vector<Form> forms = FormsOfThisCpu();
+  if (forms.empty()) GTEST_SKIP() << "neither AVX-512 nor AVX2: the fused kernels are not used";
   // More long keys than a key chunk (256) and global rows than a task (32), so the online softmax
   // and the row groups are exercised; out in fp32 for bf16 heads too (the encoder's bf16 layers).
-  const std::vector<Case> cases = {{2, 16, 3, 50, 5, 9},
-                                   {3, 64, 45, 600, 12, 27},
-                                   {1, 128, 1, 7, 4, 5},
-                                   {2, 32, 70, 300, 85, 27},
-                                   {1, 48, 33, 257, 8, 12}};
+  const std::vector<Case> cases = {{2, 16, 3, 50, 5, 9},    {3, 64, 45, 600, 12, 27},
+                                   {1, 128, 1, 7, 4, 5},    {2, 32, 70, 300, 85, 27},
+                                   {1, 48, 33, 257, 8, 12}, {2, 8, 37, 270, 6, 10},
+                                   {1, 40, 5, 20, 4, 7}};
   uint64_t seed = 40;
-  for (const Case& c : cases) {
-    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
-      for (const bool mask_outside : {false, true}) {
-        SCOPED_TRACE(testing::Message()
-                     << "h " << c.heads << " dh " << c.dh << " n_g " << c.n_g << " n_l " << c.n_l
-                     << " " << c10::toString(dtype) << (mask_outside ? " hard mask" : ""));
-        const Inputs in = RandomInputs(c, dtype, ++seed);
-        const EtcGlobalAttentionInputs g = GlobalInputs(in, mask_outside, ++seed);
-        ASSERT_TRUE(FusedEtcGlobalAttentionApplies(g));
-        at::Tensor out = at::full({c.n_g, c.heads * c.dh}, 7.0, at::kFloat);
-        const int64_t r0 = c.n_g > 2 ? 1 : 0, rows = c.n_g > 2 ? c.n_g - 2 : c.n_g;
-        FusedEtcGlobalAttention(g, r0, rows, out);
-        for (int64_t i = 0; i < c.n_g; ++i) {
-          if (i >= r0 && i < r0 + rows) continue;
-          ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+  for (const Form& form : forms) {
+    for (const Case& c : cases) {
+      for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+        if (!FormTakes(form, c.dh, dtype)) continue;
+        for (const bool mask_outside : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << form.name << " h " << c.heads << " dh " << c.dh << " n_g " << c.n_g
+                       << " n_l " << c.n_l << " " << c10::toString(dtype)
+                       << (mask_outside ? " hard mask" : ""));
+          const Inputs in = RandomInputs(c, dtype, ++seed);
+          const EtcGlobalAttentionInputs g = GlobalInputs(in, mask_outside, ++seed);
+          ASSERT_TRUE(FusedEtcGlobalAttentionApplies(g, form.isa));
+          // fp32 heads into a bf16 context with the hard mask (the rounding of the output).
+          const at::ScalarType out_dtype =
+              dtype == at::kFloat && mask_outside ? at::kBFloat16 : at::kFloat;
+          at::Tensor out = at::full({c.n_g, c.heads * c.dh}, 7.0, out_dtype);
+          const int64_t r0 = c.n_g > 2 ? 1 : 0, rows = c.n_g > 2 ? c.n_g - 2 : c.n_g;
+          FusedEtcGlobalAttention(g, r0, rows, out, form.isa);
+          for (int64_t i = 0; i < c.n_g; ++i) {
+            if (i >= r0 && i < r0 + rows) continue;
+            ASSERT_TRUE(out[i].eq(7.0).all().item<bool>()) << "row " << i << " outside the range";
+          }
+          if (c.n_g > 2) {
+            FusedEtcGlobalAttention(g, 0, 1, out, form.isa);
+            FusedEtcGlobalAttention(g, c.n_g - 1, 1, out, form.isa);
+          }
+          double worst = 0;
+          for (int64_t i = 0; i < c.n_g; ++i) {
+            const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
+            worst =
+                std::max(worst, (got - ReferenceGlobalRow(in, g, i)).abs().max().item<double>());
+          }
+          EXPECT_LE(worst, dtype == at::kFloat && out_dtype == at::kFloat ? 2e-5 : 8e-3);
         }
-        if (c.n_g > 2) {
-          FusedEtcGlobalAttention(g, 0, 1, out);
-          FusedEtcGlobalAttention(g, c.n_g - 1, 1, out);
-        }
-        double worst = 0;
-        for (int64_t i = 0; i < c.n_g; ++i) {
-          const at::Tensor got = out[i].to(at::kDouble).view({c.heads, c.dh});
-          worst = std::max(worst, (got - ReferenceGlobalRow(in, g, i)).abs().max().item<double>());
-        }
-        EXPECT_LE(worst, dtype == at::kFloat ? 2e-5 : 8e-3);  // the output is fp32
       }
     }
   }
@@ -258,19 +295,31 @@ TEST(FusedEtcAttentionTest, GlobalQueriesMatchTheFormulaInFp64) {
 
 TEST(FusedEtcAttentionTest, RejectsWhatItDoesNotCompute) {
   EtcLongAttentionInputs f = RandomInputs({1, 16, 3, 5, 2, 4}, at::kFloat, 2).fused;
-  EtcLongAttentionInputs narrow_heads = RandomInputs({1, 8, 3, 5, 2, 4}, at::kFloat, 2).fused;
-  EXPECT_FALSE(FusedEtcLongAttentionApplies(narrow_heads));  // dh not a multiple of 16
   EtcLongAttentionInputs doubles = f;
   doubles.queries = f.queries.to(at::kDouble);
   EXPECT_FALSE(FusedEtcLongAttentionApplies(doubles));
-  if (!FusedCpuOpsAvailable()) GTEST_SKIP() << "no AVX-512: nothing else to check";
-  at::Tensor out = at::zeros({5, 16});
-  EXPECT_THROW(FusedEtcLongAttention(f, 2, 2, out), std::invalid_argument);  // 3 blocks only
-  at::Tensor short_out = at::zeros({4, 16});
-  EXPECT_THROW(FusedEtcLongAttention(f, 0, 1, short_out), std::invalid_argument);
-  EtcLongAttentionInputs bad_label = f;
-  bad_label.local_labels = f.local_labels.clone().fill_(4);  // L = 4 labels: 0..3
-  EXPECT_THROW(FusedEtcLongAttention(bad_label, 0, 1, out), std::invalid_argument);
+  EXPECT_FALSE(FusedEtcLongAttentionApplies(doubles, EtcKernelIsa::kAvx2));
+  // Heads of 8 features: the AVX2 form's in fp32 (on AVX-512 CPUs too), nobody's in bf16.
+  EtcLongAttentionInputs narrow_heads = RandomInputs({1, 8, 3, 5, 2, 4}, at::kFloat, 2).fused;
+  EXPECT_EQ(FusedEtcLongAttentionApplies(narrow_heads), Avx2EtcAttentionAvailable());
+  EXPECT_FALSE(
+      FusedEtcLongAttentionApplies(RandomInputs({1, 8, 3, 5, 2, 4}, at::kBFloat16, 2).fused));
+  // The AVX2 form: fp32 heads of at most 64 features.
+  EXPECT_FALSE(FusedEtcLongAttentionApplies(RandomInputs({1, 80, 3, 5, 2, 4}, at::kFloat, 2).fused,
+                                            EtcKernelIsa::kAvx2));
+  EXPECT_FALSE(FusedEtcLongAttentionApplies(
+      RandomInputs({1, 16, 3, 5, 2, 4}, at::kBFloat16, 2).fused, EtcKernelIsa::kAvx2));
+  for (const Form& form : FormsOfThisCpu()) {
+    SCOPED_TRACE(form.name);
+    at::Tensor out = at::zeros({5, 16});
+    EXPECT_THROW(FusedEtcLongAttention(f, 2, 2, out, form.isa),
+                 std::invalid_argument);  // 3 blocks only
+    at::Tensor short_out = at::zeros({4, 16});
+    EXPECT_THROW(FusedEtcLongAttention(f, 0, 1, short_out, form.isa), std::invalid_argument);
+    EtcLongAttentionInputs bad_label = f;
+    bad_label.local_labels = f.local_labels.clone().fill_(4);  // L = 4 labels: 0..3
+    EXPECT_THROW(FusedEtcLongAttention(bad_label, 0, 1, out, form.isa), std::invalid_argument);
+  }
 }
 
 }  // namespace
