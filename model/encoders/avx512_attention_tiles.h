@@ -232,6 +232,36 @@ LONGQA_AVX512_BF16 inline void PackKeyPairs(const at::BFloat16* k, int64_t ld, i
   }
 }
 
+// PackKeyPairs for fp32 keys, each rounded to bf16 (nearest even) as it is packed: fp32 heads
+// multiplied by dot products (the int8 layers' attention).
+LONGQA_AVX512_BF16 inline void PackKeyPairs(const float* k, int64_t ld, int64_t count, int64_t dh,
+                                            uint32_t* kp, int64_t tp, int64_t col0 = 0) {
+  const __m512i offsets = RowOffsets<float>(ld);
+  for (int64_t j = 0; j < count; j += 16) {
+    const __mmask16 m = simd::Lanes(count - j);
+    for (int64_t c = 0; c < dh; c += 2) {
+      const float* keys = k + j * ld + c;
+      const __m512 even = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offsets, keys, 1);
+      const __m512 odd = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offsets, keys + 1, 1);
+      const __m512i low = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(even));
+      const __m512i high = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(odd));
+      _mm512_storeu_si512(kp + (c / 2) * tp + col0 + j,
+                          _mm512_or_si512(low, _mm512_slli_epi32(high, 16)));
+    }
+  }
+}
+
+// `rows` rows of dh fp32 (`ld` apart; dh a multiple of 16) rounded to bf16 into out (dh apart).
+LONGQA_AVX512_BF16 inline void RowsToBf16(const float* x, int64_t ld, int rows, int64_t dh,
+                                          at::BFloat16* out) {
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < dh; c += 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * dh + c),
+                          (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + r * ld + c)));
+    }
+  }
+}
+
 // 16 values of row j from feature f, zero-extended to 32 bits; zero for the rows past count.
 LONGQA_AVX512_BF16 inline __m512i ValueRowBits(const at::BFloat16* v, int64_t ld, int64_t count,
                                                int64_t j, int64_t f) {
@@ -240,10 +270,18 @@ LONGQA_AVX512_BF16 inline __m512i ValueRowBits(const at::BFloat16* v, int64_t ld
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + j * ld + f)));
 }
 
-// vp[(j / 2) * dh + f] = V[j][f] | V[j + 1][f] << 16 for the `count` value rows (`ld` apart); the
-// missing row of an odd count is zero.
-LONGQA_AVX512_BF16 inline void PackValuePairs(const at::BFloat16* v, int64_t ld, int64_t count,
-                                              int64_t dh, uint32_t* vp) {
+// The same for fp32 values, rounded to bf16 (nearest even).
+LONGQA_AVX512_BF16 inline __m512i ValueRowBits(const float* v, int64_t ld, int64_t count, int64_t j,
+                                               int64_t f) {
+  if (j >= count) return _mm512_setzero_si512();
+  return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(v + j * ld + f)));
+}
+
+// vp[(j / 2) * dh + f] = V[j][f] | V[j + 1][f] << 16 for the `count` value rows (`ld` apart; bf16,
+// or fp32 rounded to bf16); the missing row of an odd count is zero.
+template <typename T>
+LONGQA_AVX512_BF16 inline void PackValuePairs(const T* v, int64_t ld, int64_t count, int64_t dh,
+                                              uint32_t* vp) {
   for (int64_t j = 0; j < count; j += 2) {
     for (int64_t f = 0; f < dh; f += 16) {
       _mm512_storeu_si512(

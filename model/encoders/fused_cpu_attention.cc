@@ -27,37 +27,41 @@ using attention_tiles::kMaxVectorsPerHead;
 using attention_tiles::RowsFor;
 
 // One head of one window as the kernels read it: queries and values (fp32 or bf16: T) rows `ld`
-// apart (the stacked projection itself), t tokens, tp = t rounded up to 16; the context rows
-// `out_ld` apart.
-template <typename T>
+// apart (the stacked projection itself), t tokens, tp = t rounded up to 16; the context (fp32 or
+// bf16: O) rows `out_ld` apart.
+template <typename T, typename O>
 struct Head {
   const T* q;
   const T* v;
   int64_t ld;
   int64_t t;
   int64_t tp;
-  T* out;
+  O* out;
   int64_t out_ld;
 };
 
-// A task's buffers: the keys transposed [dh][tp] (fp32 heads; bf16 heads: their feature pairs
-// [dh/2][tp] and the values' key pairs [tp/2][dh], packed once a head), a block of query rows'
-// scores [rows][tp] (bf16 heads: and their weights rounded to bf16), the key bias [tp] and the
-// rows' 1 / sum of exponentials.
+// A task's buffers: the keys transposed [dh][tp] (fp32 arithmetic; dot products: their feature
+// pairs [dh/2][tp] and the values' key pairs [tp/2][dh], packed once a head), a block of query
+// rows' scores [rows][tp] (dot products: and their weights rounded to bf16, and fp32 queries'
+// rows rounded to bf16), the key bias [tp] and the rows' 1 / sum of exponentials.
 struct Scratch {
   std::vector<float> kt, scores, bias, inv_sum;
   std::vector<uint32_t> kp, vp;
-  std::vector<at::BFloat16> weights;
+  std::vector<at::BFloat16> weights, q;
 };
 
+// A: the arithmetic: float (fp32 FMAs, fp32 heads) or at::BFloat16 (AVX512_BF16 dot products:
+// bf16 heads, or fp32 heads rounded to bf16 as they are packed).
+template <typename A>
+constexpr bool kDotProducts = std::is_same_v<A, at::BFloat16>;
+
 // Query rows [i0, i0 + R) of one head: scores (in L1), softmax, weighted sum into the context.
-// fp32 heads in fp32 FMAs; bf16 heads by AVX512_BF16 dot products (attention_tiles).
-template <int NV, int R, typename T>
-LONGQA_AVX512_BF16 void RowBlock(const Head<T>& h, int64_t i0, Scratch& w) {
+template <int NV, int R, typename A, typename T, typename O>
+LONGQA_AVX512_BF16 void RowBlock(const Head<T, O>& h, int64_t i0, Scratch& w) {
   constexpr int64_t dh = 16 * NV;
   const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(static_cast<float>(dh)));
   float* scores = w.scores.data();
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (!kDotProducts<A>) {
     attention_tiles::ScoreRows<R>(h.q + i0 * h.ld, h.ld, w.kt.data(), h.tp, dh, scale,
                                   w.bias.data(), scores);
     attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
@@ -65,8 +69,14 @@ LONGQA_AVX512_BF16 void RowBlock(const Head<T>& h, int64_t i0, Scratch& w) {
     attention_tiles::WeightedSum<R, NV>(scores, h.tp, values, w.inv_sum.data(),
                                         h.out + i0 * h.out_ld, h.out_ld);
   } else {
-    attention_tiles::ScoreRowsBf16<R>(h.q + i0 * h.ld, h.ld, w.kp.data(), h.tp, dh, scale,
-                                      w.bias.data(), scores);
+    if constexpr (std::is_same_v<T, float>) {
+      attention_tiles::RowsToBf16(h.q + i0 * h.ld, h.ld, R, dh, w.q.data());
+      attention_tiles::ScoreRowsBf16<R>(w.q.data(), dh, w.kp.data(), h.tp, dh, scale, w.bias.data(),
+                                        scores);
+    } else {
+      attention_tiles::ScoreRowsBf16<R>(h.q + i0 * h.ld, h.ld, w.kp.data(), h.tp, dh, scale,
+                                        w.bias.data(), scores);
+    }
     attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
     attention_tiles::WeightsToBf16(scores, R, h.tp, w.weights.data());
     const attention_tiles::ValuePairs values[] = {{w.vp.data(), h.t, 0}};
@@ -77,38 +87,38 @@ LONGQA_AVX512_BF16 void RowBlock(const Head<T>& h, int64_t i0, Scratch& w) {
 
 // RowBlock for the last block's `rows` < R rows too (a kernel of each size, as the accumulators
 // are registers).
-template <int NV, int R, typename T>
-LONGQA_AVX512_BF16 void RowBlockOf(int rows, const Head<T>& h, int64_t i0, Scratch& w) {
+template <int NV, int R, typename A, typename T, typename O>
+LONGQA_AVX512_BF16 void RowBlockOf(int rows, const Head<T, O>& h, int64_t i0, Scratch& w) {
   if constexpr (R > 1) {
-    if (rows < R) return RowBlockOf<NV, R - 1>(rows, h, i0, w);
+    if (rows < R) return RowBlockOf<NV, R - 1, A>(rows, h, i0, w);
   }
-  RowBlock<NV, R>(h, i0, w);
+  RowBlock<NV, R, A>(h, i0, w);
 }
 
 // One head: rows q, k, v of the stacked projection (`ld` apart), the context to `out`.
-template <int NV, typename T>
+template <int NV, typename A, typename T, typename O>
 LONGQA_AVX512_BF16 void AttendHead(const T* q, const T* k, const T* v, int64_t ld, int64_t t,
-                                   int64_t tp, const bool* valid, T* out, int64_t out_ld,
+                                   int64_t tp, const bool* valid, O* out, int64_t out_ld,
                                    Scratch& w) {
   constexpr int64_t dh = 16 * NV;
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (!kDotProducts<A>) {
     attention_tiles::PackKeysTransposed(k, ld, t, dh, w.kt.data(), tp);
   } else {
     attention_tiles::PackKeyPairs(k, ld, t, dh, w.kp.data(), tp);
     attention_tiles::PackValuePairs(v, ld, t, dh, w.vp.data());
   }
   FillKeyBias(valid, t, tp, w.bias.data());
-  const Head<T> h{q, v, ld, t, tp, out, out_ld};
+  const Head<T, O> h{q, v, ld, t, tp, out, out_ld};
   constexpr int R = RowsFor(NV);
   for (int64_t i0 = 0; i0 < t; i0 += R) {
-    RowBlockOf<NV, R>(static_cast<int>(std::min<int64_t>(R, t - i0)), h, i0, w);
+    RowBlockOf<NV, R, A>(static_cast<int>(std::min<int64_t>(R, t - i0)), h, i0, w);
   }
 }
 
-template <typename T, typename... Args>
+template <typename A, typename T, typename... Args>
 void AttendHeadOfWidth(int64_t nv, const T* q, Args&&... args) {
   attention_tiles::ForVectorsPerHead(
-      nv, [&](auto width) { AttendHead<decltype(width)::value>(q, args...); });
+      nv, [&](auto width) { AttendHead<decltype(width)::value, A>(q, args...); });
 }
 
 // ---- AMX: bf16 heads of 32 or 64 features on CPUs with AMX-BF16 (Sapphire Rapids and later) ----
@@ -307,9 +317,14 @@ bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads) {
   return FormFor(qkv, heads) != Form::kNone;
 }
 
-at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads) {
+bool FusedWindowAttentionTakesBf16Products(const at::Tensor& qkv, int64_t heads) {
+  return qkv.defined() && qkv.scalar_type() == at::kFloat && FormFor(qkv, heads) == Form::kAvx512;
+}
+
+at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads,
+                                bool bf16_products) {
   const Form form = FormFor(qkv, heads);
-  if (form == Form::kNone) {
+  if (form == Form::kNone || (bf16_products && form != Form::kAvx512)) {
     throw std::invalid_argument("FusedWindowAttention: not an input of the fused path");
   }
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
@@ -325,7 +340,7 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
     return out;
   }
   const int64_t tp = (t + 15) / 16 * 16;
-  if (UsesAmx(qkv, dh)) {
+  if (UsesAmx(qkv, dh)) {  // bf16 heads only: fp32 heads with bf16_products take AVX-512
     const at::BFloat16* in = qkv.data_ptr<at::BFloat16>();
     at::BFloat16* context = out.data_ptr<at::BFloat16>();
     at::parallel_for(0, b * heads, 1, [&](int64_t begin, int64_t end) {
@@ -350,31 +365,36 @@ at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, 
     });
     return out;
   }
-  const auto attend = [&](const auto* in, auto* context) {
+  // arithmetic: float or at::BFloat16 (dot products), as kDotProducts.
+  const auto attend = [&](auto arithmetic, const auto* in, auto* context) {
+    using A = decltype(arithmetic);
     at::parallel_for(0, b * heads, 1, [&](int64_t begin, int64_t end) {
       Scratch w;
       w.scores.resize(kMaxRows * tp);
       w.bias.resize(tp);
       w.inv_sum.resize(kMaxRows);
-      if (qkv.scalar_type() == at::kFloat) {
+      if constexpr (!kDotProducts<A>) {
         w.kt.resize(dh * tp);
       } else {
         w.kp.resize(dh / 2 * tp);
         w.vp.resize((t + 1) / 2 * dh);
         w.weights.resize(kMaxRows * tp);
+        w.q.resize(kMaxRows * dh);
       }
       for (int64_t job = begin; job < end; ++job) {
         const int64_t window = job / heads, head = job % heads;
         const auto* rows = in + window * t * 3 * d + head * dh;
-        AttendHeadOfWidth(dh / 16, rows, rows + d, rows + 2 * d, 3 * d, t, tp,
-                          valid_data + window * t, context + window * t * d + head * dh, d, w);
+        AttendHeadOfWidth<A>(dh / 16, rows, rows + d, rows + 2 * d, 3 * d, t, tp,
+                             valid_data + window * t, context + window * t * d + head * dh, d, w);
       }
     });
   };
-  if (qkv.scalar_type() == at::kFloat) {
-    attend(qkv.data_ptr<float>(), out.data_ptr<float>());
+  if (qkv.scalar_type() == at::kBFloat16) {
+    attend(at::BFloat16(), qkv.data_ptr<at::BFloat16>(), out.data_ptr<at::BFloat16>());
+  } else if (bf16_products) {
+    attend(at::BFloat16(), qkv.data_ptr<float>(), out.data_ptr<float>());
   } else {
-    attend(qkv.data_ptr<at::BFloat16>(), out.data_ptr<at::BFloat16>());
+    attend(float(), qkv.data_ptr<float>(), out.data_ptr<float>());
   }
   return out;
 }

@@ -29,7 +29,15 @@ bool FusedWindowAttentionApplies(const at::Tensor& qkv, int64_t heads);
 // to its scores; a window with no valid key averages all its values, as that path does).
 // bf16 heads: scores and the rows' sums in fp32, the attention weights rounded to bf16 (the dot
 // product's or AMX tile multiply's operand, as LibTorch's bf16 path rounds them).
+// bf16_products: fp32 heads multiplied as bf16 heads are (q, k and v rounded to bf16 as they are
+// packed, the weights too; scores, sums and the fp32 context in fp32): the int8 layers' attention
+// on CPUs with AVX512_BF16 (twice the fp32 multiply rate; transformer_layer.h). Requires the
+// AVX-512 form (FusedCpuOpsAvailable() and dh a multiple of 16).
 // Requires FusedWindowAttentionApplies(qkv, heads).
-at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads);
+at::Tensor FusedWindowAttention(const at::Tensor& qkv, const at::Tensor& valid, int64_t heads,
+                                bool bf16_products = false);
+
+// Whether FusedWindowAttention takes qkv with bf16_products.
+bool FusedWindowAttentionTakesBf16Products(const at::Tensor& qkv, int64_t heads);
 
 }  // namespace longqa

@@ -87,6 +87,7 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   k_ = own.Rows(d, d);
   v_ = own.Rows(2 * d, d);
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
+  bf16_attention_products_ = precision == Precision::kInt8;
   row_blocks_ = RunsInRowBlocks(q_w_.device());
 }
 
@@ -185,6 +186,9 @@ at::Tensor TransformerLayer::AttendGroupInference(const at::Tensor& x,
   const at::Tensor stacked = qkv_(x).to(attention_dtype_);  // [B, T, 3d]
   // fp32 or bf16 on an AVX-512 CPU: one pass per (window, head), no layout copies
   // (fused_cpu_attention.h).
+  if (bf16_attention_products_ && FusedWindowAttentionTakesBf16Products(stacked, h)) {
+    return FusedWindowAttention(stacked, valid, h, /*bf16_products=*/true);
+  }
   if (FusedWindowAttentionApplies(stacked, h)) return FusedWindowAttention(stacked, valid, h);
   // [B, T, 3d] → q, k, v as [B*h, T, dh] (reshape copies each into the layout bmm takes).
   const at::Tensor qkv = stacked.view({b, t, 3, h, dh}).permute({2, 0, 3, 1, 4});

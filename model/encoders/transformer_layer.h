@@ -122,6 +122,10 @@ class TransformerLayer {
   // feed fp32 attention code).
   InferenceDense qkv_, q_, k_, v_, o_, i_, f_;
   at::ScalarType attention_dtype_ = at::kFloat;
+  // kInt8: the window attention's fp32 heads multiplied by bf16 dot products where the fused
+  // kernel takes them (AVX512_BF16 CPUs; fused_cpu_attention.h): int8's GEMMs run at 3-4x the
+  // fp32 rate there, and fp32 attention was a quarter of an int8 MiniLM layer's time.
+  bool bf16_attention_products_ = false;
   // Whether the inference path runs in blocks of kInferenceChunkRows (fp32 and bf16 on the CPU).
   bool row_blocks_ = false;
 };

@@ -122,6 +122,44 @@ TEST(FusedCpuAttentionTest, Avx2FormMatchesTheFormulaInFp64) {
   EXPECT_FALSE(Avx2AttentionTakesHeadWidth(72));
 }
 
+// fp32 heads with bf16_products (the int8 layers' attention): against the fp64 formula on the
+// inputs rounded to bf16 (what the kernel multiplies), within the weights' rounding bound doubled
+// (the context stays fp32: no output rounding); and exactly the bf16 heads' result before that
+// path rounds its output, at head widths the AMX form never takes (its sums run in another order).
+TEST(FusedCpuAttentionTest, Bf16ProductsOfFp32HeadsMatchTheFormulaOnRoundedInputs) {
+  if (!FusedCpuOpsAvailable()) {
+    EXPECT_FALSE(FusedWindowAttentionTakesBf16Products(at::zeros({1, 4, 3 * 32}), 2));
+    GTEST_SKIP() << "this CPU has no AVX-512 + bf16 instructions";
+  }
+  at::manual_seed(13);
+  const std::vector<Case> cases = {{3, 276, 12, 64}, {2, 17, 2, 16},  {2, 33, 3, 128},
+                                   {4, 276, 12, 32}, {1, 100, 4, 48}, {3, 45, 2, 16}};
+  for (const Case& c : cases) {
+    const int64_t d = c.heads * c.dh;
+    const at::Tensor qkv = at::randn({c.windows, c.tokens, 3 * d}) * 0.7;
+    at::Tensor valid = at::ones({c.windows, c.tokens}, at::kBool);
+    if (c.tokens > 1) valid[0].narrow(0, c.tokens / 2, c.tokens - c.tokens / 2).fill_(false);
+    if (c.windows > 2) valid[2].fill_(false);
+    ASSERT_TRUE(FusedWindowAttentionTakesBf16Products(qkv, c.heads));
+    const at::Tensor got = FusedWindowAttention(qkv, valid, c.heads, /*bf16_products=*/true);
+    ASSERT_EQ(got.scalar_type(), at::kFloat);
+    const at::Tensor rounded = qkv.to(at::kBFloat16);
+    const Expected expected = Reference(rounded, valid, c.heads);
+    const at::Tensor tolerance = 1e-6 + expected.magnitude / 256;
+    const double worst =
+        ((got.to(at::kDouble) - expected.context).abs() / tolerance).max().item<double>();
+    std::printf("bf16 products windows %ld tokens %ld heads %ld dh %ld: worst / tolerance %.3f\n",
+                long(c.windows), long(c.tokens), long(c.heads), long(c.dh), worst);
+    EXPECT_LE(worst, 1.0) << "dh " << c.dh << " tokens " << c.tokens;
+    // Not the fp32 arithmetic's result: the inputs were rounded.
+    EXPECT_GT((got - FusedWindowAttention(qkv, valid, c.heads)).abs().max().item<double>(), 0);
+    if (c.dh != 32 && c.dh != 64) {
+      EXPECT_TRUE(got.to(at::kBFloat16).equal(FusedWindowAttention(rounded, valid, c.heads)))
+          << "dh " << c.dh;
+    }
+  }
+}
+
 TEST(FusedCpuAttentionTest, TakesOnlyWhatItComputes) {
   const bool avx512 = FusedCpuOpsAvailable();
   const bool any = avx512 || Avx2AttentionAvailable();
@@ -138,6 +176,13 @@ TEST(FusedCpuAttentionTest, TakesOnlyWhatItComputes) {
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({5, 2, 3 * 64}).transpose(0, 1), 2));
   EXPECT_FALSE(FusedWindowAttentionApplies(at::zeros({2, 5, 3 * 64}).requires_grad_(true), 2));
   EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 36}), at::ones({2, 5}, at::kBool), 3),
+               std::invalid_argument);
+  // bf16 products: fp32 heads the AVX-512 form takes (not bf16 heads, not the AVX2 form's dh 24).
+  EXPECT_EQ(FusedWindowAttentionTakesBf16Products(at::zeros({2, 5, 3 * 64}), 2), avx512);
+  EXPECT_FALSE(FusedWindowAttentionTakesBf16Products(at::zeros({2, 5, 3 * 64}, at::kBFloat16), 2));
+  EXPECT_FALSE(FusedWindowAttentionTakesBf16Products(at::zeros({2, 5, 3 * 48}), 2));
+  EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 48}), at::ones({2, 5}, at::kBool), 2,
+                                    /*bf16_products=*/true),
                std::invalid_argument);
   if (any) {
     EXPECT_THROW(FusedWindowAttention(at::zeros({2, 5, 3 * 64}), at::ones({2, 4}, at::kBool), 2),
