@@ -277,7 +277,12 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   // The GEMMs and the score chunks run in the layer's attention dtype (bf16 for kBf16, as the
   // sliding-window layers do); the global queries' running softmax sums stay fp32.
-  const at::ScalarType dtype = layer.base.attention_dtype();
+  // int8 layers hand the fused AVX-512 kernels their heads in bf16 (dot products, as the window
+  // layers' attention); the contexts stay fp32.
+  const bool bf16_heads = layer.base.bf16_attention_products() &&
+                          cpu_attention_ == EtcCpuAttention::kFused &&
+                          FusedEtcAttentionTakesBf16Heads(dh);
+  const at::ScalarType dtype = bf16_heads ? at::kBFloat16 : layer.base.attention_dtype();
   const at::Tensor rel =
       layer.relative_key.to(dtype).view({labels, h, dh}).permute({1, 2, 0});  // [h, dh, L]
   // The fused CPU kernels' form: fp32 [h, L, dh].

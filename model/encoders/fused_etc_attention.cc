@@ -514,6 +514,10 @@ void RequireLabels(int64_t labels, int64_t part_of, int64_t not_part_of, const a
 
 }  // namespace
 
+bool FusedEtcAttentionTakesBf16Heads(int64_t dh) {
+  return FusedCpuOpsAvailable() && dh > 0 && dh % 16 == 0 && dh / 16 <= kMaxVectorsPerHead;
+}
+
 bool FusedEtcLongAttentionApplies(const EtcLongAttentionInputs& in, EtcKernelIsa isa) {
   return QueriesApply(in.queries, isa);
 }

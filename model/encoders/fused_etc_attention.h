@@ -75,6 +75,11 @@ struct EtcGlobalAttentionInputs {
   int64_t n_l = 0;            // long keys (each head's n_pad rows hold n_l, then padding)
 };
 
+// Whether the fused kernels multiply bf16 heads of dh features on this CPU (their AVX-512 form):
+// int8 ETC layers then hand them their heads in bf16 (dot products, as the int8 window layers'
+// attention: TransformerLayer::bf16_attention_products), the contexts staying fp32.
+bool FusedEtcAttentionTakesBf16Heads(int64_t dh);
+
 // Whether FusedEtcGlobalAttention computes these (as FusedEtcLongAttentionApplies).
 bool FusedEtcGlobalAttentionApplies(const EtcGlobalAttentionInputs& in,
                                     EtcKernelIsa isa = EtcKernelIsa::kAuto);

@@ -80,6 +80,9 @@ class TransformerLayer {
   // makes the next (ETC's inference path holds one projection, not three).
   at::Tensor QueryKeyValuePart(int part, const at::Tensor& x) const;
   at::ScalarType attention_dtype() const { return InferencePath() ? attention_dtype_ : at::kFloat; }
+  // kInt8 layers: whether fp32 attention heads are multiplied by bf16 dot products where a fused
+  // kernel takes them (the window attention here; ETC's kernels in etc_encoder.cc).
+  bool bf16_attention_products() const { return InferencePath() && bf16_attention_products_; }
   at::Tensor Finish(const at::Tensor& x, const at::Tensor& context) const;
   // Finish for a caller that gives up x (contiguous, read by nobody else): on the inference
   // path's row blocks each block's result is written over its own rows of x, so the layer's

@@ -10,6 +10,7 @@
 
 #include "model/encoders/etc_encoder.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/fused_etc_attention.h"
 #include "model/encoders/fused_etc_attention_avx2.h"
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/precision.h"
@@ -333,6 +334,35 @@ TEST(EtcTest, Int8StatesAreNearFp32AndDoNotDependOnTheBatch) {
     EXPECT_GT(diff, 0);  // it did run in int8
     EXPECT_GE(cosine, 0.99);
   }
+}
+
+// int8 layers with heads of 16 features: on AVX-512 CPUs the fused kernels get the heads in bf16
+// (dot products, TransformerLayer::bf16_attention_products). The states stay near fp32's and
+// near those of the same int8 encoder with fp32 heads (LibTorch's form) within 5% of the largest
+// state, and differ from them (the bf16 heads ran; distances printed).
+TEST(EtcTest, Int8LayersHandTheFusedKernelsBf16Heads) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no oneDNN quantized engine in this LibTorch";
+  if (!FusedEtcAttentionTakesBf16Heads(16)) GTEST_SKIP() << "no AVX-512: fp32 heads here";
+  ModelConfig c = EtcConfig(2, 4, 3, true, false);
+  c.hidden_size = 32;
+  const TensorMap w = SpreadWeights(c, 31);
+  const std::vector<EtcInput> inputs = {RandomEtcInput(c, 3, {300, 200, 17}, 43)};
+  const at::AutoGradMode grad(false);
+  const at::Tensor fp32 = EtcEncoder(c, w, kEtcScoreBudget).Forward(inputs, at::kCPU).long_states;
+  EtcEncoder encoder(c, w, kEtcScoreBudget, Precision::kInt8);
+  const at::Tensor bf16_heads = encoder.Forward(inputs, at::kCPU).long_states;
+  encoder.set_cpu_attention(EtcCpuAttention::kLibTorch);
+  const at::Tensor fp32_heads = encoder.Forward(inputs, at::kCPU).long_states;
+  const auto max_diff = [](const at::Tensor& a, const at::Tensor& b) {
+    return (a - b).abs().max().item<double>();
+  };
+  const double heads = max_diff(bf16_heads, fp32_heads), bf16_off = max_diff(bf16_heads, fp32),
+               fp32_off = max_diff(fp32_heads, fp32);
+  std::printf("int8, bf16 heads against fp32 heads %.3g; against fp32 %.3g (fp32 heads: %.3g)\n",
+              heads, bf16_off, fp32_off);
+  EXPECT_GT(heads, 0);
+  EXPECT_LE(heads, 0.05 * fp32.abs().max().item<double>());
+  EXPECT_GE(at::cosine_similarity(bf16_heads, fp32, 1).min().item<double>(), 0.99);
 }
 
 TEST(EtcTest, MergedSegmentsMatchTheReference) {
