@@ -13,8 +13,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
 #include <type_traits>
+
+#include "model/encoders/vector_count_dispatch.h"
 
 #define LONGQA_AVX2 __attribute__((target("avx2,fma")))
 
@@ -241,26 +242,7 @@ inline constexpr int64_t kMaxVectorsPerHead = 8;
 // kMaxVectorsPerHead: dh 8 to 64).
 template <typename F>
 inline void ForVectorsPerHead(int64_t nv, F&& f) {
-  switch (nv) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    case 8:
-      return f(std::integral_constant<int, 8>{});
-    default:
-      throw std::logic_error("AVX2 attention: heads of 8 to 64 features only");
-  }
+  ForVectorCount<kMaxVectorsPerHead>(nv, "AVX2 attention: heads of 8 to 64 features only", f);
 }
 
 }  // namespace longqa::avx2_tiles

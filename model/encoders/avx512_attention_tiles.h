@@ -8,10 +8,10 @@
 
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <type_traits>
 
 #include "model/encoders/avx512_vector.h"
+#include "model/encoders/vector_count_dispatch.h"
 
 namespace longqa::attention_tiles {
 
@@ -426,26 +426,7 @@ inline constexpr int64_t kMaxVectorsPerHead = 8;
 // kMaxVectorsPerHead: dh 16 to 128), so that a kernel's accumulators can be sized at compile time.
 template <typename F>
 inline void ForVectorsPerHead(int64_t nv, F&& f) {
-  switch (nv) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    case 8:
-      return f(std::integral_constant<int, 8>{});
-    default:
-      throw std::logic_error("fused attention: heads of 16 to 128 features only");
-  }
+  ForVectorCount<kMaxVectorsPerHead>(nv, "fused attention: heads of 16 to 128 features only", f);
 }
 
 // Query rows a block: as many as keep the weighted sum's accumulators (rows x dh/16 vectors) and
