@@ -1,9 +1,9 @@
 // The AVX-512 pieces of a fused attention pass on the CPU, shared by the window attention
 // (fused_cpu_attention.cc) and ETC's blocked attention (fused_etc_attention.cc): keys packed
 // transposed, a tile of query rows' scores, the softmax numerators in place, and the weighted sum
-// of value rows into register accumulators. fp32 arithmetic throughout; bf16 rows are read as
-// fp32. Include only from .cc files whose AVX-512 code runs after FusedCpuOpsAvailable()'s check
-// (avx512_vector.h).
+// of value rows into register accumulators: fp32 FMAs, and (below) AVX512_BF16 dot products for
+// bf16 heads or fp32 heads rounded to bf16. Include only from .cc files whose AVX-512 code runs
+// after FusedCpuOpsAvailable()'s check (avx512_vector.h).
 #pragma once
 
 #include <cstdint>
@@ -162,52 +162,6 @@ LONGQA_AVX512 inline void SumValueRows(const float* weights, int64_t wld,
   }
 }
 
-// out[r] = inv_sum[r] * sum over the runs' rows j of weights[r][col0 + j] v_j for R rows (weights
-// `wld` apart, out `out_ld` apart, fp32 or bf16).
-template <int R, int NV, typename T, size_t N>
-LONGQA_AVX512 inline void WeightedSum(const float* weights, int64_t wld, const ValueRows (&runs)[N],
-                                      const float* inv_sum, T* out, int64_t out_ld) {
-  __m512 acc[R][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  SumValueRows<R, NV>(weights, wld, runs, acc);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    const __m512 inv = _mm512_set1_ps(inv_sum[r]);
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      simd::Store(out + r * out_ld + 16 * v, _mm512_mul_ps(acc[r][v], inv), 0xffff);
-    }
-  }
-}
-
-// The online softmax's step (flash attention) for R rows: acc[r] = alpha[r] acc[r] + sum over
-// the run's rows j of weights[r][col0 + j] v_j, acc fp32 rows `acc_ld` apart.
-template <int R, int NV>
-LONGQA_AVX512 inline void AccumulateWeightedSum(const float* weights, int64_t wld,
-                                                const ValueRows& run, const float* alpha,
-                                                float* acc_rows, int64_t acc_ld) {
-  __m512 acc[R][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    const __m512 keep = _mm512_set1_ps(alpha[r]);
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      acc[r][v] = _mm512_mul_ps(keep, _mm512_loadu_ps(acc_rows + r * acc_ld + 16 * v));
-    }
-  }
-  const ValueRows runs[] = {run};
-  SumValueRows<R, NV>(weights, wld, runs, acc);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc_rows + r * acc_ld + 16 * v, acc[r][v]);
-  }
-}
-
 // ---- bf16 heads: VDPBF16PS (AVX512_BF16), two features or two keys a multiply-add ----
 // Operands are pairs of bf16 in 32 bits (the even element in the low half): a query's features
 // (c, c + 1) against 16 keys' same pair; a row's weights for keys (j, j + 1) against 16 features
@@ -351,11 +305,11 @@ struct ValuePairs {
   int64_t col0;
 };
 
-// R x NV accumulators of sum over the runs' rows j of weights[r][col0 + j] v_j (bf16 weights
-// `wld` apart; a run's odd last row pairs with a zero value).
+// SumValueRows for bf16 weights (`wld` apart) and value pairs: R x NV accumulators += sum over
+// the runs' rows j of weights[r][col0 + j] v_j (a run's odd last row pairs with a zero value).
 template <int R, int NV, size_t N>
-LONGQA_AVX512_BF16 inline void SumValuePairs(const at::BFloat16* weights, int64_t wld,
-                                             const ValuePairs (&runs)[N], __m512 (&acc)[R][NV]) {
+LONGQA_AVX512_BF16 inline void SumValueRows(const at::BFloat16* weights, int64_t wld,
+                                            const ValuePairs (&runs)[N], __m512 (&acc)[R][NV]) {
   constexpr int64_t dh = 16 * NV;
   for (const ValuePairs& run : runs) {
     for (int64_t j = 0; j < run.count; j += 2) {
@@ -374,18 +328,19 @@ LONGQA_AVX512_BF16 inline void SumValuePairs(const at::BFloat16* weights, int64_
   }
 }
 
-// WeightedSum for bf16 weights and value pairs.
-template <int R, int NV, typename T, size_t N>
-LONGQA_AVX512_BF16 inline void WeightedSumBf16(const at::BFloat16* weights, int64_t wld,
-                                               const ValuePairs (&runs)[N], const float* inv_sum,
-                                               T* out, int64_t out_ld) {
+// out[r] = inv_sum[r] * sum over the runs' rows j of weights[r][col0 + j] v_j for R rows (weights
+// `wld` apart, out `out_ld` apart, fp32 or bf16): fp32 weights and ValueRows in fp32 FMAs, or
+// bf16 weights and ValuePairs by dot products (SumValueRows' two forms).
+template <int R, int NV, typename W, typename Run, typename T, size_t N>
+LONGQA_AVX512_BF16 inline void WeightedSum(const W* weights, int64_t wld, const Run (&runs)[N],
+                                           const float* inv_sum, T* out, int64_t out_ld) {
   __m512 acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
   }
-  SumValuePairs<R, NV>(weights, wld, runs, acc);
+  SumValueRows<R, NV>(weights, wld, runs, acc);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const __m512 inv = _mm512_set1_ps(inv_sum[r]);
@@ -396,11 +351,13 @@ LONGQA_AVX512_BF16 inline void WeightedSumBf16(const at::BFloat16* weights, int6
   }
 }
 
-// AccumulateWeightedSum for bf16 weights and value pairs.
-template <int R, int NV>
-LONGQA_AVX512_BF16 inline void AccumulateWeightedSumBf16(const at::BFloat16* weights, int64_t wld,
-                                                         const ValuePairs& run, const float* alpha,
-                                                         float* acc_rows, int64_t acc_ld) {
+// The online softmax's step (flash attention) for R rows: acc[r] = alpha[r] acc[r] + sum over
+// the run's rows j of weights[r][col0 + j] v_j, acc fp32 rows `acc_ld` apart (weights and run as
+// WeightedSum's).
+template <int R, int NV, typename W, typename Run>
+LONGQA_AVX512_BF16 inline void AccumulateWeightedSum(const W* weights, int64_t wld, const Run& run,
+                                                     const float* alpha, float* acc_rows,
+                                                     int64_t acc_ld) {
   __m512 acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -410,8 +367,8 @@ LONGQA_AVX512_BF16 inline void AccumulateWeightedSumBf16(const at::BFloat16* wei
       acc[r][v] = _mm512_mul_ps(keep, _mm512_loadu_ps(acc_rows + r * acc_ld + 16 * v));
     }
   }
-  const ValuePairs runs[] = {run};
-  SumValuePairs<R, NV>(weights, wld, runs, acc);
+  const Run runs[] = {run};
+  SumValueRows<R, NV>(weights, wld, runs, acc);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8

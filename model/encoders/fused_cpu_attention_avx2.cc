@@ -71,7 +71,9 @@ bool Avx2AttentionAvailable() {
   return available;
 }
 
-bool Avx2AttentionTakesHeadWidth(int64_t dh) { return dh > 0 && dh % 8 == 0 && dh <= 64; }
+bool Avx2AttentionTakesHeadWidth(int64_t dh) {
+  return dh > 0 && dh % 8 == 0 && dh / 8 <= avx2_tiles::kMaxVectorsPerHead;
+}
 
 void Avx2WindowAttention(const float* qkv, const bool* valid, int64_t b, int64_t t, int64_t d,
                          int64_t heads, float* out) {

@@ -12,6 +12,7 @@
 #include "kernels/etc_score_bias.h"
 #include "model/encoders/avx512_attention_tiles.h"
 #include "model/encoders/avx512_vector.h"
+#include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/fused_etc_attention_avx2.h"
 #include "model/encoders/fused_etc_common.h"
@@ -138,11 +139,11 @@ LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, con
     const attention_tiles::ValuePairs values[] = {{w.vpg.data(), s.n_g, 0},
                                                   {w.vpl.data(), 3 * s.b, s.g_cols}};
     if (s.out.f != nullptr) {
-      attention_tiles::WeightedSumBf16<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
-                                              s.out.f + at, d);
+      attention_tiles::WeightedSum<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
+                                          s.out.f + at, d);
     } else {
-      attention_tiles::WeightedSumBf16<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
-                                              s.out.bf16 + at, d);
+      attention_tiles::WeightedSum<R, NV>(w.weights.data(), s.tp, values, w.inv_sum.data(),
+                                          s.out.bf16 + at, d);
     }
   }
 }
@@ -300,12 +301,14 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
     w.top[i0 + r] = top;
   }
   if constexpr (std::is_same_v<T, float>) {
-    attention_tiles::AccumulateWeightedSum<R, NV>(scores, tp, {v, dh, count, 0}, w.alpha.data(),
-                                                  w.acc.data() + i0 * dh, dh);
+    attention_tiles::AccumulateWeightedSum<R, NV>(scores, tp,
+                                                  attention_tiles::ValueRows{v, dh, count, 0},
+                                                  w.alpha.data(), w.acc.data() + i0 * dh, dh);
   } else {
     attention_tiles::WeightsToBf16(scores, R, tp, w.weights.data());
-    attention_tiles::AccumulateWeightedSumBf16<R, NV>(w.weights.data(), tp, {w.vp.data(), count, 0},
-                                                      w.alpha.data(), w.acc.data() + i0 * dh, dh);
+    attention_tiles::AccumulateWeightedSum<R, NV>(
+        w.weights.data(), tp, attention_tiles::ValuePairs{w.vp.data(), count, 0}, w.alpha.data(),
+        w.acc.data() + i0 * dh, dh);
   }
 }
 
@@ -461,8 +464,9 @@ bool Avx512Applies(const at::Tensor& q) {
 
 // For the AVX2 form: fp32 heads of 8 to 64 features.
 bool Avx2Applies(const at::Tensor& q) {
-  return Avx2EtcAttentionAvailable() && q.defined() && q.is_cpu() && q.dim() == 3 &&
-         q.scalar_type() == at::kFloat && !q.requires_grad() && Avx2EtcTakesHeadWidth(q.size(2));
+  return Avx2AttentionAvailable() && q.defined() && q.is_cpu() && q.dim() == 3 &&
+         q.scalar_type() == at::kFloat && !q.requires_grad() &&
+         Avx2AttentionTakesHeadWidth(q.size(2));
 }
 
 bool QueriesApply(const at::Tensor& q, EtcKernelIsa isa) {

@@ -9,7 +9,6 @@
 
 #include "kernels/etc_score_bias.h"
 #include "model/encoders/avx2_attention_tiles.h"
-#include "model/encoders/fused_cpu_attention_avx2.h"
 
 namespace longqa {
 namespace {
@@ -272,12 +271,6 @@ LONGQA_AVX2 void AttendGlobalRows(const Common<float>& s, GlobalScratch& w, int6
 }
 
 }  // namespace
-
-bool Avx2EtcAttentionAvailable() { return Avx2AttentionAvailable(); }
-
-bool Avx2EtcTakesHeadWidth(int64_t dh) {
-  return dh > 0 && dh % 8 == 0 && dh / 8 <= avx2_tiles::kMaxVectorsPerHead;
-}
 
 void Avx2EtcLongAttention(const Common<float>& s, int64_t b0, int64_t blocks) {
   const LongShape shape{Round8(s.n_g), Round8(s.n_g) + Round8(3 * s.b)};

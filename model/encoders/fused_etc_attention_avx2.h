@@ -12,11 +12,8 @@
 
 namespace longqa {
 
-// Whether this CPU has AVX2 and FMA.
-bool Avx2EtcAttentionAvailable();
-
-// Head widths the AVX2 form takes: multiples of 8 up to 64.
-bool Avx2EtcTakesHeadWidth(int64_t dh);
+// Where it runs and what heads it takes: as the window attention's AVX2 form,
+// Avx2AttentionAvailable() and Avx2AttentionTakesHeadWidth(dh) (fused_cpu_attention_avx2.h).
 
 // Long-query blocks [b0, b0 + blocks), as FusedEtcLongAttention.
 void Avx2EtcLongAttention(const etc_fused::Common<float>& s, int64_t b0, int64_t blocks);

@@ -9,9 +9,9 @@
 #include <random>
 
 #include "model/encoders/etc_encoder.h"
+#include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/fused_etc_attention.h"
-#include "model/encoders/fused_etc_attention_avx2.h"
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/precision.h"
 #include "model/engine.h"
@@ -215,7 +215,7 @@ TEST(EtcTest, FusedCpuAttentionMatchesLibTorchsInferenceForm) {
   // CPUs with AVX2 but no AVX-512 the fused form is the AVX2 one, fp32 only; on AVX-512 CPUs the
   // AVX2 form (EtcCpuAttention::kFusedAvx2) is checked in fp32 too.
   const bool avx512 = FusedCpuOpsAvailable();
-  if (!avx512 && !Avx2EtcAttentionAvailable()) {
+  if (!avx512 && !Avx2AttentionAvailable()) {
     GTEST_SKIP() << "neither AVX-512 nor AVX2: only LibTorch's form runs here";
   }
   for (const bool hard_mask : {false, true}) {
@@ -234,7 +234,7 @@ TEST(EtcTest, FusedCpuAttentionMatchesLibTorchsInferenceForm) {
       const int i = precision == Precision::kBf16;
       EtcEncoder encoder(c, w, kEtcScoreBudget, precision);
       fused[i] = encoder.Forward(inputs, at::kCPU);
-      if (avx512 && Avx2EtcAttentionAvailable() && precision == Precision::kFp32) {
+      if (avx512 && Avx2AttentionAvailable() && precision == Precision::kFp32) {
         encoder.set_cpu_attention(EtcCpuAttention::kFusedAvx2);
         avx2 = encoder.Forward(inputs, at::kCPU);
       }

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "kernels/etc_score_bias.h"
+#include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
-#include "model/encoders/fused_etc_attention_avx2.h"
 
 namespace longqa {
 namespace {
@@ -42,7 +42,7 @@ struct Form {
 std::vector<Form> FormsOfThisCpu() {
   std::vector<Form> forms;
   if (FusedCpuOpsAvailable()) forms.push_back({EtcKernelIsa::kAuto, "AVX-512"});
-  if (Avx2EtcAttentionAvailable()) forms.push_back({EtcKernelIsa::kAvx2, "AVX2"});
+  if (Avx2AttentionAvailable()) forms.push_back({EtcKernelIsa::kAvx2, "AVX2"});
   return forms;
 }
 
@@ -301,7 +301,7 @@ TEST(FusedEtcAttentionTest, RejectsWhatItDoesNotCompute) {
   EXPECT_FALSE(FusedEtcLongAttentionApplies(doubles, EtcKernelIsa::kAvx2));
   // Heads of 8 features: the AVX2 form's in fp32 (on AVX-512 CPUs too), nobody's in bf16.
   EtcLongAttentionInputs narrow_heads = RandomInputs({1, 8, 3, 5, 2, 4}, at::kFloat, 2).fused;
-  EXPECT_EQ(FusedEtcLongAttentionApplies(narrow_heads), Avx2EtcAttentionAvailable());
+  EXPECT_EQ(FusedEtcLongAttentionApplies(narrow_heads), Avx2AttentionAvailable());
   EXPECT_FALSE(
       FusedEtcLongAttentionApplies(RandomInputs({1, 8, 3, 5, 2, 4}, at::kBFloat16, 2).fused));
   // The AVX2 form: fp32 heads of at most 64 features.
