@@ -15,7 +15,7 @@ if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
 profile="${LONGQA_DEPS_PROFILE:-full}"
 packages=(
   build-essential cmake ninja-build pkg-config ca-certificates dpkg-dev
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libdnnl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libicu-dev
   libtcmalloc-minimal4

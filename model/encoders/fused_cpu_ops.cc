@@ -180,6 +180,8 @@ at::Tensor GeluInPlace(at::Tensor x) {
   return x;
 }
 
+void GeluFloats(float* x, int64_t n) { GeluSpan(x, n); }
+
 at::Tensor AddLayerNorm(const at::Tensor& y, const at::Tensor& residual, const at::Tensor& weight,
                         const at::Tensor& bias, double eps, const at::Tensor& low_precision) {
   const int64_t d = y.size(-1);

@@ -31,6 +31,9 @@ at::Tensor SoftmaxLastDimInPlace(at::Tensor scores);
 
 // gelu(x) (the erf form, as BERT's), in place where the fast path applies.
 at::Tensor GeluInPlace(at::Tensor x);
+// The same over n contiguous floats, in place, in the fast path's AVX-512 form: for callers that
+// hold rows in cache (Int8Linear's output rows); only where FusedCpuOpsAvailable().
+void GeluFloats(float* x, int64_t n);
 
 // layer_norm(y + residual) over the last dimension, in the residual stream's dtype (fp32 on the
 // fast path); y may be fp32 or bf16 (a bf16 GEMM's output), residual of y's shape. Where

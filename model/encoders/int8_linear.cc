@@ -2,46 +2,48 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/native/quantized/PackedParams.h>
 #include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <limits>
-#include <stdexcept>
 
 #include "model/encoders/fused_cpu_attention_avx2.h"
+#include "model/encoders/fused_cpu_ops.h"
 
 namespace longqa {
 namespace {
 
-using PackFn = c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>);
-
-// The per-row passes around the integer GEMM, each a row at a time while it is in L1: they cost
-// what the GEMM's own quantisation passes cost (LibTorch ops, three a side, took 10-25% of int8's
-// time), in AVX2 where the CPU has it.
+// The per-row passes around the integer GEMM, each a row at a time while it is in L1 (LibTorch's
+// own quantisation passes over whole fp32 copies took 10-25% of int8's time), in AVX2 where the
+// CPU has it.
 #define LONGQA_ROW_BODY __attribute__((always_inline)) inline
 
-// A row x [n]: its minimum and range, and unit = (x - lo) / range, in [0, 1] (0 for a constant
-// row).
-LONGQA_ROW_BODY float InverseRange(float range) { return range > 0 ? 1.0f / range : 0.0f; }
+// A row x [n] onto its own grid of `top` steps from its minimum to its maximum: q = round((x -
+// lo) / step), step = (max - lo) / top (q all 0 and step 0 for a constant row).
+LONGQA_ROW_BODY float InverseStep(float range, float top) { return range > 0 ? top / range : 0.0f; }
 
-void RowToUnitPlain(const float* x, int64_t n, float* unit, float* lo_out, float* range_out) {
+void QuantizeRowPlain(const float* x, int64_t n, float top, uint8_t* q, float* lo_out,
+                      float* step_out) {
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
   for (int64_t j = 0; j < n; ++j) {
     lo = std::min(lo, x[j]);
     hi = std::max(hi, x[j]);
   }
-  const float inverse = InverseRange(hi - lo);
-  for (int64_t j = 0; j < n; ++j) unit[j] = (x[j] - lo) * inverse;
+  const float inverse = InverseStep(hi - lo, top);
+  // Rounded to nearest, ties to even, as the AVX2 form's conversion.
+  for (int64_t j = 0; j < n; ++j)
+    q[j] = static_cast<uint8_t>(std::nearbyint((x[j] - lo) * inverse));
   *lo_out = lo;
-  *range_out = hi - lo;
+  *step_out = (hi - lo) / top;
 }
 
-__attribute__((target("avx2,fma"))) void RowToUnitAvx2(const float* x, int64_t n, float* unit,
-                                                       float* lo_out, float* range_out) {
+__attribute__((target("avx2,fma"))) void QuantizeRowAvx2(const float* x, int64_t n, float top,
+                                                         uint8_t* q, float* lo_out,
+                                                         float* step_out) {
   __m256 lo8 = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   __m256 hi8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t j = 0;
@@ -59,36 +61,40 @@ __attribute__((target("avx2,fma"))) void RowToUnitAvx2(const float* x, int64_t n
     lo = std::min(lo, x[k]);
     hi = std::max(hi, x[k]);
   }
-  const float inverse = InverseRange(hi - lo);
+  const float inverse = InverseStep(hi - lo, top);
   const __m256 lo_v = _mm256_set1_ps(lo), inverse_v = _mm256_set1_ps(inverse);
   for (j = 0; j + 8 <= n; j += 8) {
-    _mm256_storeu_ps(unit + j,
-                     _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), lo_v), inverse_v));
+    // Rounded to nearest (the MXCSR default), then 32 → 16 → 8 bits (values within 0..top).
+    const __m256i i32 =
+        _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), lo_v), inverse_v));
+    const __m128i i16 =
+        _mm_packus_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + j), _mm_packus_epi16(i16, i16));
   }
-  for (; j < n; ++j) unit[j] = (x[j] - lo) * inverse;
+  for (; j < n; ++j) q[j] = static_cast<uint8_t>(std::nearbyint((x[j] - lo) * inverse));
   *lo_out = lo;
-  *range_out = hi - lo;
+  *step_out = (hi - lo) / top;
 }
 
-// y [n] of a row whose input had minimum lo and range `range`: y * range * row_scale + lo *
-// weight_row_sum + bias.
-LONGQA_ROW_BODY void FinishRowBody(float* __restrict y, int64_t n, float lo, float range,
+// y [n], the integer sums of a row whose input had minimum lo and step `step`: y * step *
+// row_scale + lo * weight_row_sum + bias.
+LONGQA_ROW_BODY void FinishRowBody(float* __restrict y, int64_t n, float lo, float step,
                                    const float* __restrict row_scale,
                                    const float* __restrict weight_row_sum,
                                    const float* __restrict bias) {
   for (int64_t o = 0; o < n; ++o)
-    y[o] = y[o] * range * row_scale[o] + (lo * weight_row_sum[o] + bias[o]);
+    y[o] = y[o] * step * row_scale[o] + (lo * weight_row_sum[o] + bias[o]);
 }
 
-__attribute__((target("avx2,fma"))) void FinishRowAvx2(float* y, int64_t n, float lo, float range,
+__attribute__((target("avx2,fma"))) void FinishRowAvx2(float* y, int64_t n, float lo, float step,
                                                        const float* row_scale,
                                                        const float* weight_row_sum,
                                                        const float* bias) {
-  FinishRowBody(y, n, lo, range, row_scale, weight_row_sum, bias);
+  FinishRowBody(y, n, lo, step, row_scale, weight_row_sum, bias);
 }
-void FinishRowPlain(float* y, int64_t n, float lo, float range, const float* row_scale,
+void FinishRowPlain(float* y, int64_t n, float lo, float step, const float* row_scale,
                     const float* weight_row_sum, const float* bias) {
-  FinishRowBody(y, n, lo, range, row_scale, weight_row_sum, bias);
+  FinishRowBody(y, n, lo, step, row_scale, weight_row_sum, bias);
 }
 
 std::atomic<bool> plain_row_passes_for_testing{false};
@@ -101,14 +107,24 @@ bool RowPassesUseAvx2() {
 // Rows per task of the row passes: a few hundred KiB of floats.
 int64_t RowGrain(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 16) / width); }
 
+// Symmetric, one scale per output row: each row's largest magnitude maps to 127.
+at::Tensor RowScales(const at::Tensor& weight) {
+  return weight.detach().to(at::kFloat).abs().amax(1).clamp_min(1e-12) / 127.0;
+}
+
+at::Tensor QuantizeRows(const at::Tensor& weight, const at::Tensor& row_scale) {
+  // Rounded to nearest, ties to even; within -127..127 by the scale.
+  return at::round(weight.detach().to(at::kFloat) / row_scale.unsqueeze(1))
+      .clamp(-127, 127)
+      .to(at::kChar)
+      .contiguous();
+}
+
 }  // namespace
 
 void UsePlainInt8RowPassesForTesting(bool plain) { plain_row_passes_for_testing = plain; }
 
-bool Int8LinearAvailable() {
-  const auto& engines = at::globalContext().supportedQEngines();
-  return std::find(engines.begin(), engines.end(), at::QEngine::ONEDNN) != engines.end();
-}
+bool Int8LinearAvailable() { return Int8Gemm::Available(); }
 
 bool Int8ActivationsUse7Bits() {
   static const bool reduce = [] {
@@ -125,69 +141,62 @@ bool Int8ActivationsUse7Bits() {
   return reduce;
 }
 
-Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias) {
-  if (!Int8LinearAvailable()) {
-    throw std::runtime_error(
-        "int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
-  }
-  at::globalContext().setQEngine(at::QEngine::ONEDNN);
-  const at::Tensor w = weight.detach().to(at::kFloat).contiguous();
-  // Symmetric, one scale per output row: each row's largest magnitude maps to 127. LibTorch 1.13's
-  // oneDNN engine computes per-channel quantised weights wrong (11% off on a random 96x80 weight),
-  // so the rows are brought to one range first (divided by their scales), quantised per tensor
-  // with scale 1, and the GEMM's output rows are multiplied back: y = (x Wq^T) * s + b.
-  row_scale_ = w.abs().amax(1).clamp_min(1e-12) / 127.0;
-  quantized_ = at::quantize_per_tensor(w / row_scale_.unsqueeze(1), 1.0, 0, at::kQInt8);
-  bias_ = bias.detach().to(at::kFloat).contiguous();
-  weight_row_sum_ = dequantized_weight().sum(1);
-  static const auto pack = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("quantized::linear_prepack", "")
-                               .typed<PackFn>();
-  packed_ = pack.call(quantized_, c10::nullopt);
-}
+Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias)
+    : row_scale_(RowScales(weight)),
+      quantized_(QuantizeRows(weight, row_scale_)),
+      gemm_(quantized_, Int8ActivationsUse7Bits()),
+      bias_(bias.detach().to(at::kFloat).contiguous()),
+      weight_row_sum_(dequantized_weight().sum(1)) {}
 
 Int8Linear::~Int8Linear() = default;
 Int8Linear::Int8Linear(Int8Linear&&) noexcept = default;
 Int8Linear& Int8Linear::operator=(Int8Linear&&) noexcept = default;
 
 at::Tensor Int8Linear::dequantized_weight() const {
-  return quantized_.dequantize() * row_scale_.unsqueeze(1);
+  return quantized_.to(at::kFloat) * row_scale_.unsqueeze(1);
 }
 
-at::Tensor Int8Linear::Forward(const at::Tensor& x) const {
+at::Tensor Int8Linear::Forward(const at::Tensor& x, Activation activation) const {
   const int64_t in = x.size(-1);
   std::vector<int64_t> shape = x.sizes().vec();
-  const at::Tensor rows = x.reshape({-1, in}).contiguous();
+  const at::Tensor rows = x.reshape({-1, in}).to(at::kFloat).contiguous();
   const int64_t m = rows.size(0);
-  // Each row (token) brought to [0, 1] by its own minimum and range, so that the engine's
-  // per-tensor quantisation (range [0, 1]: zero point 0, no clipping) gives every row its own
-  // grid: the widest rows (2-9x the median row's range in models/demo's layers) no longer
-  // coarsen the grid of the whole block (int8_linear.h).
-  at::Tensor unit = at::empty_like(rows);
-  at::Tensor lo = at::empty({m}, rows.options()), range = at::empty({m}, rows.options());
+  // Each row (token) on a grid of its own, from its minimum to its maximum: the widest rows
+  // (2-9x the median row's range in models/demo's layers) do not coarsen the others' grid
+  // (int8_linear.h).
+  const float top = Int8ActivationsUse7Bits() ? 127.0f : 255.0f;
+  at::Tensor q = at::empty({m, in}, rows.options().dtype(at::kByte));
+  at::Tensor lo = at::empty({m}, rows.options()), step = at::empty({m}, rows.options());
   const bool avx2 = RowPassesUseAvx2();
   {
     const float* xp = rows.data_ptr<float>();
-    float *up = unit.data_ptr<float>(), *lp = lo.data_ptr<float>(), *rp = range.data_ptr<float>();
+    uint8_t* qp = q.data_ptr<uint8_t>();
+    float *lp = lo.data_ptr<float>(), *sp = step.data_ptr<float>();
     at::parallel_for(0, m, RowGrain(in), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        (avx2 ? RowToUnitAvx2 : RowToUnitPlain)(xp + r * in, in, up + r * in, lp + r, rp + r);
+        (avx2 ? QuantizeRowAvx2 : QuantizeRowPlain)(xp + r * in, in, top, qp + r * in, lp + r,
+                                                    sp + r);
       }
     });
   }
-  at::Tensor y = packed_->apply_dynamic(unit, /*reduce_range=*/Int8ActivationsUse7Bits());
-  // x W^T + b = range * (unit Wn^T) * row_scale + lo * (row sums of W) + b, in place.
+  at::Tensor y = gemm_.Run(q);
+  // x W^T + b = step * (q Wq^T) * row_scale + lo * (row sums of W) + b, in place; GELU on the
+  // row while it is in L1 where the fused ops run.
+  const bool gelu = activation == Activation::kGelu;
+  const bool fused_gelu = gelu && avx2 && FusedCpuOpsAvailable();
   const int64_t out = y.size(1);
   float* yp = y.data_ptr<float>();
-  const float *lp = lo.data_ptr<float>(), *rp = range.data_ptr<float>();
-  const float *sp = row_scale_.data_ptr<float>(), *wp = weight_row_sum_.data_ptr<float>(),
+  const float *lp = lo.data_ptr<float>(), *sp = step.data_ptr<float>();
+  const float *rs = row_scale_.data_ptr<float>(), *wp = weight_row_sum_.data_ptr<float>(),
               *bp = bias_.data_ptr<float>();
   at::parallel_for(0, m, RowGrain(out), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      (avx2 ? FinishRowAvx2 : FinishRowPlain)(yp + r * out, out, lp[r], rp[r], sp, wp, bp);
+      (avx2 ? FinishRowAvx2 : FinishRowPlain)(yp + r * out, out, lp[r], sp[r], rs, wp, bp);
+      if (fused_gelu) GeluFloats(yp + r * out, out);
     }
   });
-  shape.back() = y.size(-1);
+  if (gelu && !fused_gelu) GeluInPlace(y);
+  shape.back() = out;
   return y.view(shape);
 }
 

@@ -1,8 +1,8 @@
 // A Linear layer with int8 weights and dynamically quantised int8 activations (the dynamic
-// quantisation ONNX Runtime and PyTorch apply to BERT), through LibTorch's oneDNN quantized
-// engine: weights quantised once (symmetric, s8, one scale per output row), each input row (u8)
-// on a grid of its own at every call, the GEMM in integers, the result back in fp32 with the bias
-// added. CPU only; inference only.
+// quantisation ONNX Runtime and PyTorch apply to BERT): weights quantised once (symmetric, s8,
+// one scale per output row), each input row (u8) on a grid of its own at every call, the GEMM in
+// integers (Int8Gemm: oneDNN), the result back in fp32 with the bias added, and GELU after it
+// where asked, each row while it is in cache. CPU only; inference only.
 //
 // Per-row activations, not the engine's one range per tensor (ONNX Runtime's and PyTorch's
 // dynamic default): in models/demo's layers the widest input row's range is 2-9x the median
@@ -12,9 +12,8 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <c10/util/intrusive_ptr.h>
 
-struct LinearPackedParamsBase;
+#include "model/encoders/int8_gemm.h"
 
 namespace longqa {
 
@@ -26,21 +25,24 @@ class Int8Linear {
   Int8Linear(Int8Linear&&) noexcept;
   Int8Linear& operator=(Int8Linear&&) noexcept;
 
+  // What follows the affine map: nothing, or GELU (the FFN's first layer).
+  enum class Activation { kNone, kGelu };
+
   // x [..., in] fp32 → [..., out] fp32.
-  at::Tensor Forward(const at::Tensor& x) const;
+  at::Tensor Forward(const at::Tensor& x, Activation activation = Activation::kNone) const;
 
   // The weight as the GEMM sees it (dequantised), for tests.
   at::Tensor dequantized_weight() const;
 
  private:
-  c10::intrusive_ptr<LinearPackedParamsBase> packed_;
-  at::Tensor quantized_;       // int8: a quarter of the fp32 weight; the GEMM reads packed_
   at::Tensor row_scale_;       // [out] fp32: each output row's scale, applied after the GEMM
+  at::Tensor quantized_;       // [out, in] int8: a quarter of the fp32 weight
+  Int8Gemm gemm_;              // its packed copy, which the GEMM reads
   at::Tensor bias_;            // [out] fp32
   at::Tensor weight_row_sum_;  // [out] fp32: the dequantised weight's row sums (rows' minima)
 };
 
-// Whether this LibTorch has a quantized engine that runs Int8Linear (oneDNN).
+// Whether Int8Linear runs here (Int8Gemm::Available).
 bool Int8LinearAvailable();
 
 // Whether the activations are quantised to 7 bits (0..127) instead of 8: on CPUs without VNNI
@@ -50,7 +52,8 @@ bool Int8LinearAvailable();
 // reason.
 bool Int8ActivationsUse7Bits();
 
-// Tests: Forward's per-row passes in plain C++ (what CPUs without AVX2 run) while true.
+// Tests: Forward's per-row passes in plain C++ (what CPUs without AVX2 run) while true; GELU
+// then comes after the last row (GeluInPlace), as on CPUs without the fused ops.
 void UsePlainInt8RowPassesForTesting(bool plain);
 
 }  // namespace longqa

@@ -28,6 +28,11 @@ at::Tensor InferenceDense::operator()(const at::Tensor& x) const {
   return at::linear(x.to(weight.scalar_type()), weight, bias);
 }
 
+at::Tensor InferenceDense::WithGelu(const at::Tensor& x) const {
+  if (int8) return int8->Forward(x.to(at::kFloat), Int8Linear::Activation::kGelu);
+  return GeluInPlace((*this)(x));
+}
+
 InferenceDense InferenceDense::Rows(int64_t begin, int64_t n) const {
   if (int8) throw std::logic_error("InferenceDense::Rows of an int8 layer");
   InferenceDense rows;
@@ -79,13 +84,18 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   i_ = InferenceDense(i_w_, i_b_, precision);
   f_ = InferenceDense(f_w_, f_b_, precision);
   // Query/Key/Value of layers with their own pattern: fp32 or bf16 rows of the stacked matrix;
-  // int8 leaves them fp32 (their products feed fp32 attention code).
-  const InferenceDense own =
-      precision == Precision::kInt8 ? InferenceDense(qkv_w_, qkv_b_, Precision::kFp32) : qkv_;
-  const int64_t d = q_w_.size(0);
-  q_ = own.Rows(0, d);
-  k_ = own.Rows(d, d);
-  v_ = own.Rows(2 * d, d);
+  // in int8 layers of their own (an Int8Linear has no row views; each output row has its own
+  // scale, so the three quantise as the stacked one does).
+  if (precision == Precision::kInt8) {
+    q_ = InferenceDense(q_w_, q_b_, precision);
+    k_ = InferenceDense(k_w_, k_b_, precision);
+    v_ = InferenceDense(v_w_, v_b_, precision);
+  } else {
+    const int64_t d = q_w_.size(0);
+    q_ = qkv_.Rows(0, d);
+    k_ = qkv_.Rows(d, d);
+    v_ = qkv_.Rows(2 * d, d);
+  }
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
   bf16_attention_products_ = precision == Precision::kInt8;
   row_blocks_ = RunsInRowBlocks(q_w_.device());
@@ -241,7 +251,7 @@ at::Tensor TransformerLayer::FinishRows(const at::Tensor& x, const at::Tensor& c
                                 ? at::empty(x.sizes(), x.options().dtype(at::kBFloat16))
                                 : at::Tensor();
   const at::Tensor h1 = AddLayerNorm(o_(context), x, ln1_w_, ln1_b_, eps_, h1_low);
-  const at::Tensor inner = GeluInPlace(i_(h1_low.defined() ? h1_low : h1));
+  const at::Tensor inner = i_.WithGelu(h1_low.defined() ? h1_low : h1);
   return AddLayerNorm(f_(inner), h1, ln2_w_, ln2_b_, eps_);
 }
 

@@ -26,6 +26,8 @@ struct InferenceDense {
   InferenceDense() = default;
   InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision);
   at::Tensor operator()(const at::Tensor& x) const;
+  // gelu(this(x)): in int8 on each output row while it is in cache (Int8Linear).
+  at::Tensor WithGelu(const at::Tensor& x) const;
   // The rows [begin, begin + n) of the output (Q, K or V of a stacked QKV layer).
   InferenceDense Rows(int64_t begin, int64_t n) const;
 };
@@ -121,8 +123,8 @@ class TransformerLayer {
   at::Tensor qkv_w_, qkv_b_;
   // The inference path's dense layers (defined with qkv_w_) and the dtype its attention GEMMs run
   // in (bf16 for kBf16, else fp32). q_, k_, v_: the q, k, v of layers with their own pattern
-  // (QueryKeyValuePart), rows of qkv_, except in int8, where they stay fp32 (their products
-  // feed fp32 attention code).
+  // (QueryKeyValuePart), rows of qkv_; in int8 three Int8Linear of their own (it has no row
+  // views; ETC's q/k/v were fp32 GEMMs until session 34, more than half of its int8 dense time).
   InferenceDense qkv_, q_, k_, v_, o_, i_, f_;
   at::ScalarType attention_dtype_ = at::kFloat;
   // kInt8: the window attention's fp32 heads multiplied by bf16 dot products where the fused

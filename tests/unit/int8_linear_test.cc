@@ -63,6 +63,50 @@ TEST_P(Int8LinearFormTest, MatchesDynamicQuantisationWrittenOut) {
 
 INSTANTIATE_TEST_SUITE_P(RowPasses, Int8LinearFormTest, ::testing::Values(false, true));
 
+// The integer GEMM under Int8Linear: every sum exact (integers below 2^24), at row counts other
+// than the one its weights were packed for, widths that are not multiples of a vector, and the
+// extreme values (255 times -127 and 127).
+TEST(Int8GemmTest, SumsAreTheExactIntegerProducts) {
+  if (!Int8Gemm::Available()) GTEST_FAIL() << "no int8 GEMM backend here";
+  std::printf("int8 GEMM backend: %s\n", Int8Gemm::Backend());
+  at::manual_seed(6);
+  const int64_t top = Int8ActivationsUse7Bits() ? 127 : 255;
+  for (const int64_t in : {64, 77, 384}) {
+    for (const int64_t out : {96, 45}) {
+      at::Tensor w = at::randint(-127, 128, {out, in}, at::kChar);
+      w[0].fill_(-127);
+      w[1].fill_(127);
+      const Int8Gemm gemm(w, Int8ActivationsUse7Bits());
+      for (const int64_t m : {1, 7, 300, 1500}) {
+        at::Tensor a = at::randint(0, top + 1, {m, in}, at::kByte);
+        a[0].fill_(static_cast<uint8_t>(top));
+        const at::Tensor got = gemm.Run(a);
+        ASSERT_EQ(got.sizes(), (at::IntArrayRef{m, out}));
+        const at::Tensor want = at::matmul(a.to(at::kDouble), w.to(at::kDouble).t());
+        EXPECT_EQ((got.to(at::kDouble) - want).abs().max().item<double>(), 0.0)
+            << in << " inputs, " << out << " outputs, " << m << " rows";
+      }
+    }
+  }
+}
+
+// GELU after the affine map, in the finishing pass of each row (AVX-512 CPUs) or after the last
+// row (the plain passes, and CPUs without the fused ops): the same as GELU of the plain output.
+TEST_P(Int8LinearFormTest, GeluActivationIsGeluOfTheOutput) {
+  at::manual_seed(7);
+  const at::Tensor w = at::randn({70, 48}) * 0.2;
+  const at::Tensor b = at::randn({70});
+  const at::Tensor x = at::randn({3, 9, 48});
+  const Int8Linear linear(w, b);
+  const at::Tensor plain = linear.Forward(x);
+  const at::Tensor got = linear.Forward(x, Int8Linear::Activation::kGelu);
+  ASSERT_EQ(got.sizes(), plain.sizes());
+  // The fused ops' erf is within 1.5e-7 of the exact one (fused_cpu_ops.cc).
+  EXPECT_LE((got - at::gelu(plain)).abs().max().item<double>(), 2e-6);
+  // Not the identity: GELU moves the negative outputs.
+  EXPECT_GT((got - plain).abs().max().item<double>(), 0.1);
+}
+
 // Rows of very different magnitudes (as a trained layer's output rows are) each keep 127 levels:
 // a small row is not rounded on the largest row's grid.
 TEST(Int8LinearTest, EachOutputRowHasItsOwnScale) {
