@@ -1,6 +1,5 @@
 #include "model/precision_choice.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_join.h"
@@ -20,24 +19,10 @@ PrecisionChoice ChoosePrecision(const std::string& model_default, bool cuda,
     return PrecisionChoice{p, wanted + ": " + PrecisionName(p) + " on " + device +
                                   " (passed over: " + absl::StrJoin(declined, "; ") + ")"};
   };
-  // The list up to its first fp32 (which ends it; ValidateConfig refuses other names).
-  std::vector<Precision> listed;
   for (const absl::string_view name : absl::StrSplit(model_default, ',')) {
     const auto parsed = ParsePrecision(std::string(name));
-    if (!parsed || *parsed == Precision::kFp32) break;
-    listed.push_back(*parsed);
-  }
-  for (size_t i = 0; i < listed.size(); ++i) {
-    if (listed[i] == Precision::kBf16) {
-      // Without AMX a CPU's bf16 GEMMs run at about twice its fp32 rate, its int8 (VNNI) GEMMs
-      // at three to four times: int8, where the list names it too, is the faster of the two
-      // (docs/perf/README.md, session 33).
-      const bool int8_next =
-          std::find(listed.begin() + i + 1, listed.end(), Precision::kInt8) != listed.end();
-      if (!cuda && cpu_isa == "avx512_bf16" && int8_next && int8_available) {
-        declined.push_back("bf16 without AMX, int8 is faster");
-        continue;
-      }
+    if (!parsed || *parsed == Precision::kFp32) break;  // (ValidateConfig refuses other names)
+    if (*parsed == Precision::kBf16) {
       if (cuda || Bf16Warning(cpu_isa).empty()) return chosen(Precision::kBf16);
       declined.push_back("no bf16 instructions");
     } else {

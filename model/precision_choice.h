@@ -4,9 +4,7 @@
 // else fp32. default_precision may list preferences in order ("bf16,int8": bf16 where native,
 // else int8 where this LibTorch has it, else fp32). bf16 is native on CUDA and on CPUs with
 // AVX512_BF16 or AMX (elsewhere oneDNN emulates it, slower than fp32); int8 on a CPU whose LibTorch
-// has the quantized engine. One exception to the order: on a CPU with AVX512_BF16 but no AMX a
-// bf16 followed by int8 in the list gives way to it (int8's VNNI GEMMs are the faster there; both
-// were measured against fp32 when the model was shipped, as the list says).
+// has the quantized engine.
 #pragma once
 
 #include <string>

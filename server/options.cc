@@ -15,8 +15,7 @@ ABSL_FLAG(std::string, http_listen, "",
 ABSL_FLAG(std::string, device, "cpu", "Inference device: cpu or cuda[:N]");
 ABSL_FLAG(std::string, precision, "auto",
           "Encoder arithmetic: auto (the model folder's default_precision where the device runs "
-          "it natively, else fp32; it may list several, e.g. bf16,int8, where bf16 gives way to "
-          "int8 on CPUs with AVX512_BF16 but no AMX; docs/model-format.md); "
+          "it natively, else fp32; it may list several, e.g. bf16,int8; docs/model-format.md); "
           "fp32; bf16 (dense layers and attention GEMMs in bf16, residuals and LayerNorm in fp32: "
           "fast on CPUs with AVX512_BF16 or AMX, and on GPUs); or int8 (CPU: dense layers with "
           "int8 weights and dynamically quantised activations); docs/perf/README.md");

@@ -81,15 +81,14 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
             proc.wait()
 
 
-def cpu_has_amx_bf16():
-    """As model/compute_info.cc decides: AMX-BF16 (such CPUs have AVX512_BF16 too)."""
+def cpu_has_bf16():
+    """As model/compute_info.cc decides: AVX512_BF16 (AMX CPUs have it too)."""
     with open("/proc/cpuinfo") as f:
-        return any("amx_bf16" in line.split() for line in f if line.startswith("flags"))
+        return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
 
 
 def test_default_precision_is_what_the_server_serves_in_unless_told(tmp_path):
-    # A list in order of preference (models/demo's): bf16 where the CPU has AMX (on CPUs with
-    # AVX512_BF16 but no AMX int8 is the faster, model/precision_choice.h), else int8.
+    # A list in order of preference (models/demo's): bf16 where the CPU has it, else int8.
     fp32_dir, shipped_dir = import_and_ship(tmp_path, 6, "--default_precision=bf16,int8")
     assert json.loads((shipped_dir / "config.json").read_text())["default_precision"] == "bf16,int8"
     # Unset in a folder (here the importer's): fp32.
@@ -100,7 +99,7 @@ def test_default_precision_is_what_the_server_serves_in_unless_told(tmp_path):
     assert refused.returncode == 2 and "fp16" in refused.stderr, refused.stderr
     assert not (tmp_path / "bad").exists()
 
-    expected = "bf16" if cpu_has_amx_bf16() else "int8"
+    expected = "bf16" if cpu_has_bf16() else "int8"
     cases = [(shipped_dir, (), expected, "(auto: the model's default_precision bf16,int8"),
              (shipped_dir, ("--precision=fp32",), "fp32", "(--precision)"),
              (fp32_dir, (), "fp32", "(auto: the model's default_precision fp32)")]

@@ -34,10 +34,12 @@ TEST(PrecisionChoiceTest, Int8OnlyOnACpuWhoseLibTorchHasIt) {
   EXPECT_EQ(ChoosePrecision("int8", false, "avx2", false).precision, Precision::kFp32);
 }
 
-// A list is tried in order: the first precision the device runs natively, else fp32 (bf16 on
-// AVX512_BF16 without AMX gives way to an int8 later in the list: below).
+// A list is tried in order: the first precision the device runs natively, else fp32.
 TEST(PrecisionChoiceTest, AListIsTriedInOrder) {
   EXPECT_EQ(ChoosePrecision("bf16,int8", false, "amx_bf16", true).precision, Precision::kBf16);
+  // AVX512_BF16 without AMX too: the list's order stands although int8 is the faster there (the
+  // list orders what the shipper measured; docs/perf/README.md, session 34).
+  EXPECT_EQ(ChoosePrecision("bf16,int8", false, "avx512_bf16", true).precision, Precision::kBf16);
   EXPECT_EQ(ChoosePrecision("bf16,int8", true, "avx2", true).precision, Precision::kBf16);
   const PrecisionChoice avx2 = ChoosePrecision("bf16,int8", false, "avx2", true);
   EXPECT_EQ(avx2.precision, Precision::kInt8);
@@ -51,25 +53,8 @@ TEST(PrecisionChoiceTest, AListIsTriedInOrder) {
       << neither.reason;
   EXPECT_EQ(ChoosePrecision("int8,bf16", false, "avx512_bf16", true).precision, Precision::kInt8);
   // fp32 in the list ends it: what follows is never chosen.
-  EXPECT_EQ(ChoosePrecision("bf16,fp32,int8", false, "avx512_bf16", true).precision,
-            Precision::kBf16);
   EXPECT_EQ(ChoosePrecision("fp32,int8", false, "avx2", true).precision, Precision::kFp32);
   EXPECT_EQ(ChoosePrecision("bf16,fp32,int8", false, "avx2", true).precision, Precision::kFp32);
-}
-
-// On a CPU with AVX512_BF16 but no AMX, int8 (VNNI) is the faster: a bf16 followed by int8 gives
-// way to it, and the reason says why; AMX CPUs and GPUs keep bf16, and without int8 in the list
-// (or in this LibTorch) bf16 stays.
-TEST(PrecisionChoiceTest, Int8BeforeBf16WithoutAmxWhereTheListNamesBoth) {
-  const PrecisionChoice zen4 = ChoosePrecision("bf16,int8", false, "avx512_bf16", true);
-  EXPECT_EQ(zen4.precision, Precision::kInt8);
-  EXPECT_EQ(zen4.reason,
-            "the model's default_precision bf16,int8: int8 on this CPU (avx512_bf16) (passed "
-            "over: bf16 without AMX, int8 is faster)");
-  EXPECT_EQ(ChoosePrecision("bf16,int8", false, "amx_bf16", true).precision, Precision::kBf16);
-  EXPECT_EQ(ChoosePrecision("bf16,int8", true, "avx512_bf16", true).precision, Precision::kBf16);
-  EXPECT_EQ(ChoosePrecision("bf16", false, "avx512_bf16", true).precision, Precision::kBf16);
-  EXPECT_EQ(ChoosePrecision("bf16,int8", false, "avx512_bf16", false).precision, Precision::kBf16);
 }
 
 }  // namespace
