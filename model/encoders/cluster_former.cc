@@ -24,7 +24,7 @@ ClusterFormerEncoder::ClusterFormerEncoder(const ModelConfig& config, const Tens
   for (int64_t i = 0; i < config.num_layers(); ++i) {
     const char kind = config.layers[i];
     const std::string scope = LayerScope(i);
-    layers_.emplace_back(weights, scope, config, precision);
+    layers_.emplace_back(weights, scope, config, precision, IsClusteringAttentionLayer(kind));
     centroids_.push_back(kind == 'C' || kind == 'N' ? WeightAt(weights, scope + ".centroids")
                                                     : at::Tensor());
     projections_.push_back(kind == 'N' ? WeightAt(weights, scope + kClusterProjection)

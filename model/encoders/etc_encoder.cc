@@ -36,7 +36,7 @@ EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int6
     : config_(config), score_budget_(score_budget), embeddings_(weights, config) {
   for (int64_t i = 0; i < config.num_layers(); ++i) {
     const std::string s = LayerScope(i) + ".attention.self.";
-    Layer layer{TransformerLayer(weights, LayerScope(i), config, precision),
+    Layer layer{TransformerLayer(weights, LayerScope(i), config, precision, /*separate_qkv=*/true),
                 {},
                 {},
                 {},

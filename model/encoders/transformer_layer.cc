@@ -48,7 +48,8 @@ const at::Tensor& WeightAt(const TensorMap& weights, const std::string& name) {
 }
 
 TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
-                                   const ModelConfig& config, Precision precision)
+                                   const ModelConfig& config, Precision precision,
+                                   bool separate_qkv)
     : num_heads_(config.num_heads), eps_(config.layer_norm_eps) {
   const std::string a = s + ".attention.";
   q_w_ = WeightAt(w, a + "self.query.weight");
@@ -84,17 +85,20 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
   i_ = InferenceDense(i_w_, i_b_, precision);
   f_ = InferenceDense(f_w_, f_b_, precision);
   // Query/Key/Value of layers with their own pattern: fp32 or bf16 rows of the stacked matrix;
-  // in int8 layers of their own (an Int8Linear has no row views; each output row has its own
-  // scale, so the three quantise as the stacked one does).
-  if (precision == Precision::kInt8) {
+  // in int8 layers of their own where the layer projects them apart (an Int8Linear has no row
+  // views; each output row has its own scale, so the three quantise as the stacked one does),
+  // else fp32 rows.
+  if (precision == Precision::kInt8 && separate_qkv) {
     q_ = InferenceDense(q_w_, q_b_, precision);
     k_ = InferenceDense(k_w_, k_b_, precision);
     v_ = InferenceDense(v_w_, v_b_, precision);
   } else {
+    const InferenceDense stacked =
+        precision == Precision::kInt8 ? InferenceDense(qkv_w_, qkv_b_, Precision::kFp32) : qkv_;
     const int64_t d = q_w_.size(0);
-    q_ = qkv_.Rows(0, d);
-    k_ = qkv_.Rows(d, d);
-    v_ = qkv_.Rows(2 * d, d);
+    q_ = stacked.Rows(0, d);
+    k_ = stacked.Rows(d, d);
+    v_ = stacked.Rows(2 * d, d);
   }
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
   bf16_attention_products_ = precision == Precision::kInt8;

@@ -53,9 +53,12 @@ class TransformerLayer {
  public:
   // Takes the weights under `scope` (e.g. "encoder.layer.3"). kInt8 quantises the dense layers
   // (Q/K/V, output, FFN) for the inference path (frozen weights on the CPU); kBf16 runs them and
-  // the attention GEMMs in bf16 (frozen weights).
+  // the attention GEMMs in bf16 (frozen weights). `separate_qkv`: the layer has a pattern of its
+  // own (ETC, the N, K, I layers) and projects q, k, v one at a time (QueryKeyValuePart); in int8
+  // they then get int8 layers of their own (elsewhere fp32 rows of the stacked matrix: the S and
+  // C layers use the stacked projection, and would only carry the copies).
   TransformerLayer(const TensorMap& weights, const std::string& scope, const ModelConfig& config,
-                   Precision precision = Precision::kFp32);
+                   Precision precision = Precision::kFp32, bool separate_qkv = false);
 
   // x [B, T, d]; valid [B, T] bool (false = padding, never attended to). Returns [B, T, d].
   // Large batches run in groups so that the attention scores stay within a memory bound; `stop`
@@ -123,8 +126,9 @@ class TransformerLayer {
   at::Tensor qkv_w_, qkv_b_;
   // The inference path's dense layers (defined with qkv_w_) and the dtype its attention GEMMs run
   // in (bf16 for kBf16, else fp32). q_, k_, v_: the q, k, v of layers with their own pattern
-  // (QueryKeyValuePart), rows of qkv_; in int8 three Int8Linear of their own (it has no row
-  // views; ETC's q/k/v were fp32 GEMMs until session 34, more than half of its int8 dense time).
+  // (QueryKeyValuePart), rows of qkv_; in int8 three Int8Linear of their own where the layer
+  // projects them apart (an Int8Linear has no row views; ETC's q/k/v were fp32 GEMMs until
+  // session 34, more than half of its int8 dense time), else fp32 rows.
   InferenceDense qkv_, q_, k_, v_, o_, i_, f_;
   at::ScalarType attention_dtype_ = at::kFloat;
   // kInt8: the window attention's fp32 heads multiplied by bf16 dot products where the fused

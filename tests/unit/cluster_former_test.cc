@@ -224,6 +224,30 @@ TEST(ClusterFormerTest, InferencePathInRowBlocksComputesWhatOnePassDoes) {
   EXPECT_LE((trained.detach() - inferred).abs().max().item<double>(), 1e-5);
 }
 
+// In int8, a layer that projects q, k, v apart (ETC's, the N, K, I layers: separate_qkv) gets int8
+// layers for them: near fp32's, not equal. The S and C layers (the stacked projection) keep fp32
+// rows of the stacked matrix instead of carrying three more int8 copies: exactly fp32's.
+TEST(ClusterFormerTest, Int8QkvApartOnlyWhereTheLayerProjectsThemApart) {
+  const ModelConfig c = ClusterFormerConfig(/*vocab_size=*/120, /*hidden_size=*/64, /*num_heads=*/4,
+                                            /*intermediate_size=*/256, "S", /*window=*/48,
+                                            /*stride=*/40, /*clusters_per_layer=*/4,
+                                            /*max_question_tokens=*/40);
+  const TensorMap w = RandomWeights(c, 43);
+  const TransformerLayer fp32(w, "encoder.layer.0", c);
+  const TransformerLayer stacked(w, "encoder.layer.0", c, Precision::kInt8);
+  const TransformerLayer apart(w, "encoder.layer.0", c, Precision::kInt8, /*separate_qkv=*/true);
+  at::manual_seed(44);
+  const at::Tensor x = at::randn({30, 64});
+  at::NoGradGuard no_grad;
+  for (int part = 0; part < 3; ++part) {
+    const at::Tensor want = fp32.QueryKeyValuePart(part, x);
+    EXPECT_TRUE(at::equal(stacked.QueryKeyValuePart(part, x), want)) << "part " << part;
+    const double diff = (apart.QueryKeyValuePart(part, x) - want).abs().max().item<double>();
+    EXPECT_GT(diff, 0) << "part " << part;
+    EXPECT_LE(diff, 0.05 * want.abs().max().item<double>()) << "part " << part;
+  }
+}
+
 // Precision::kInt8 quantises every layer's dense parts (Int8Linear, tested exactly against its
 // definition in int8_linear_test.cc); the encoder's states stay near fp32's. Initialised weights
 // (std 0.02, as a checkpoint's are, not the spread ones above: one int8 scale per matrix cannot
