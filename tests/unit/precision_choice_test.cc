@@ -53,6 +53,8 @@ TEST(PrecisionChoiceTest, AListIsTriedInOrder) {
       << neither.reason;
   EXPECT_EQ(ChoosePrecision("int8,bf16", false, "avx512_bf16", true).precision, Precision::kInt8);
   // fp32 in the list ends it: what follows is never chosen.
+  EXPECT_EQ(ChoosePrecision("bf16,fp32,int8", false, "avx512_bf16", true).precision,
+            Precision::kBf16);
   EXPECT_EQ(ChoosePrecision("fp32,int8", false, "avx2", true).precision, Precision::kFp32);
   EXPECT_EQ(ChoosePrecision("bf16,fp32,int8", false, "avx2", true).precision, Precision::kFp32);
 }
