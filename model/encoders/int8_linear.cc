@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "model/encoders/fused_cpu_attention_avx2.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/gptq.h"
 
 namespace longqa {
 namespace {
@@ -97,6 +99,25 @@ void FinishRowPlain(float* y, int64_t n, float lo, float step, const float* row_
   FinishRowBody(y, n, lo, step, row_scale, weight_row_sum, bias);
 }
 
+// y [n] += x_c * w_c for each fp32 column c: w [k, n], one row per column; values [k].
+LONGQA_ROW_BODY void AddFp32ColumnsBody(float* __restrict y, int64_t n, const float* values,
+                                        int64_t k, const float* __restrict w) {
+  for (int64_t c = 0; c < k; ++c) {
+    const float v = values[c];
+    const float* __restrict row = w + c * n;
+    for (int64_t o = 0; o < n; ++o) y[o] += v * row[o];
+  }
+}
+
+__attribute__((target("avx2,fma"))) void AddFp32ColumnsAvx2(float* y, int64_t n,
+                                                            const float* values, int64_t k,
+                                                            const float* w) {
+  AddFp32ColumnsBody(y, n, values, k, w);
+}
+void AddFp32ColumnsPlain(float* y, int64_t n, const float* values, int64_t k, const float* w) {
+  AddFp32ColumnsBody(y, n, values, k, w);
+}
+
 std::atomic<bool> plain_row_passes_for_testing{false};
 
 bool RowPassesUseAvx2() {
@@ -109,15 +130,12 @@ int64_t RowGrain(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 16)
 
 // Symmetric, one scale per output row: each row's largest magnitude maps to 127.
 at::Tensor RowScales(const at::Tensor& weight) {
-  return weight.detach().to(at::kFloat).abs().amax(1).clamp_min(1e-12) / 127.0;
+  return weight.abs().amax(1).clamp_min(1e-12) / 127.0;
 }
 
 at::Tensor QuantizeRows(const at::Tensor& weight, const at::Tensor& row_scale) {
   // Rounded to nearest, ties to even; within -127..127 by the scale.
-  return at::round(weight.detach().to(at::kFloat) / row_scale.unsqueeze(1))
-      .clamp(-127, 127)
-      .to(at::kChar)
-      .contiguous();
+  return at::round(weight / row_scale.unsqueeze(1)).clamp(-127, 127).to(at::kChar).contiguous();
 }
 
 }  // namespace
@@ -141,12 +159,52 @@ bool Int8ActivationsUse7Bits() {
   return reduce;
 }
 
-Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias)
-    : row_scale_(RowScales(weight)),
-      quantized_(QuantizeRows(weight, row_scale_)),
+struct Int8Linear::Rounded {
+  at::Tensor row_scale, quantized, fp32_columns, fp32_weights;
+  int64_t stand_in_column = 0;
+};
+
+Int8Linear::Rounded Int8Linear::Round(const at::Tensor& weight, const Int8InputStats* calibration) {
+  const at::Tensor w = weight.detach().to(at::kFloat);
+  const int64_t in = w.size(1);
+  Rounded r;
+  if (calibration == nullptr) {
+    r.row_scale = RowScales(w);
+    r.quantized = QuantizeRows(w, r.row_scale);
+    r.fp32_columns = at::empty({0}, at::kLong);
+    r.fp32_weights = at::empty({0, w.size(0)}, at::kFloat);
+    return r;
+  }
+  // The widest input columns in fp32 (a quarter of the columns at most, so that a narrow layer
+  // keeps most in int8); the rest rounded by GPTQ on scales of their own.
+  const int64_t k = std::min(kInt8OutlierColumns, in / 4);
+  r.fp32_columns = std::get<0>(std::get<1>(calibration->column_max.to(at::kFloat).topk(k)).sort());
+  at::Tensor kept_mask = at::ones({in}, at::kBool);
+  kept_mask.index_fill_(0, r.fp32_columns, false);
+  const at::Tensor kept = kept_mask.nonzero().squeeze(1);
+  r.stand_in_column = kept[0].item<int64_t>();
+  const at::Tensor kept_weight = w.index_select(1, kept);
+  r.row_scale = RowScales(kept_weight);
+  const at::Tensor moments = calibration->second_moment.index_select(0, kept).index_select(1, kept);
+  r.quantized = at::zeros({w.size(0), in}, at::kChar);
+  r.quantized.index_copy_(1, kept, GptqRoundRows(kept_weight, r.row_scale, moments));
+  r.fp32_weights = w.index_select(1, r.fp32_columns).t().contiguous();
+  return r;
+}
+
+Int8Linear::Int8Linear(const at::Tensor& weight, const at::Tensor& bias,
+                       const Int8InputStats* calibration)
+    : Int8Linear(Round(weight, calibration), bias) {}
+
+Int8Linear::Int8Linear(Rounded rounded, const at::Tensor& bias)
+    : row_scale_(std::move(rounded.row_scale)),
+      quantized_(std::move(rounded.quantized)),
       gemm_(quantized_, Int8ActivationsUse7Bits()),
       bias_(bias.detach().to(at::kFloat).contiguous()),
-      weight_row_sum_(dequantized_weight().sum(1)) {}
+      weight_row_sum_(dequantized_weight().sum(1)),
+      fp32_columns_(std::move(rounded.fp32_columns)),
+      fp32_weights_(std::move(rounded.fp32_weights)),
+      stand_in_column_(rounded.stand_in_column) {}
 
 Int8Linear::~Int8Linear() = default;
 Int8Linear::Int8Linear(Int8Linear&&) noexcept = default;
@@ -168,14 +226,24 @@ at::Tensor Int8Linear::Forward(const at::Tensor& x, Activation activation) const
   at::Tensor q = at::empty({m, in}, rows.options().dtype(at::kByte));
   at::Tensor lo = at::empty({m}, rows.options()), step = at::empty({m}, rows.options());
   const bool avx2 = RowPassesUseAvx2();
+  const float* xp = rows.data_ptr<float>();
+  const int64_t k = fp32_columns_.numel();
+  const int64_t* columns = fp32_columns_.data_ptr<int64_t>();
   {
-    const float* xp = rows.data_ptr<float>();
     uint8_t* qp = q.data_ptr<uint8_t>();
     float *lp = lo.data_ptr<float>(), *sp = step.data_ptr<float>();
     at::parallel_for(0, m, RowGrain(in), [&](int64_t begin, int64_t end) {
+      // The fp32 columns take another column's value in a copy of the row, so that the row's grid
+      // spans the int8 columns only (their weights are zero: the value they get is not read).
+      std::vector<float> copy(k > 0 ? in : 0);
       for (int64_t r = begin; r < end; ++r) {
-        (avx2 ? QuantizeRowAvx2 : QuantizeRowPlain)(xp + r * in, in, top, qp + r * in, lp + r,
-                                                    sp + r);
+        const float* row = xp + r * in;
+        if (k > 0) {
+          std::copy(row, row + in, copy.begin());
+          for (int64_t c = 0; c < k; ++c) copy[columns[c]] = row[stand_in_column_];
+          row = copy.data();
+        }
+        (avx2 ? QuantizeRowAvx2 : QuantizeRowPlain)(row, in, top, qp + r * in, lp + r, sp + r);
       }
     });
   }
@@ -188,11 +256,17 @@ at::Tensor Int8Linear::Forward(const at::Tensor& x, Activation activation) const
   float* yp = y.data_ptr<float>();
   const float *lp = lo.data_ptr<float>(), *sp = step.data_ptr<float>();
   const float *rs = row_scale_.data_ptr<float>(), *wp = weight_row_sum_.data_ptr<float>(),
-              *bp = bias_.data_ptr<float>();
+              *bp = bias_.data_ptr<float>(), *fw = fp32_weights_.data_ptr<float>();
   at::parallel_for(0, m, RowGrain(out), [&](int64_t begin, int64_t end) {
+    std::vector<float> values(k);
     for (int64_t r = begin; r < end; ++r) {
-      (avx2 ? FinishRowAvx2 : FinishRowPlain)(yp + r * out, out, lp[r], sp[r], rs, wp, bp);
-      if (fused_gelu) GeluFloats(yp + r * out, out);
+      float* y_row = yp + r * out;
+      (avx2 ? FinishRowAvx2 : FinishRowPlain)(y_row, out, lp[r], sp[r], rs, wp, bp);
+      if (k > 0) {
+        for (int64_t c = 0; c < k; ++c) values[c] = xp[r * in + columns[c]];
+        (avx2 ? AddFp32ColumnsAvx2 : AddFp32ColumnsPlain)(y_row, out, values.data(), k, fw);
+      }
+      if (fused_gelu) GeluFloats(y_row, out);
     }
   });
   if (gelu && !fused_gelu) GeluInPlace(y);

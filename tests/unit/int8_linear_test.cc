@@ -148,3 +148,77 @@ TEST(Int8LinearTest, EachInputRowHasItsOwnGrid) {
 
 }  // namespace
 }  // namespace longqa
+
+namespace longqa {
+namespace {
+
+// Calibration statistics of rows x [rows, in].
+Int8InputStats StatsOf(const at::Tensor& x) {
+  const at::Tensor xd = x.to(at::kDouble);
+  return {xd.t().matmul(xd), x.abs().amax(0).to(at::kFloat)};
+}
+
+// Inputs with a few outlier columns, as a trained encoder's: every row's range is set by them.
+at::Tensor RowsWithOutlierColumns(int64_t rows, int64_t in) {
+  at::Tensor x = at::randn({rows, in});
+  x.select(1, 3).mul_(40);
+  x.select(1, 17).mul_(25);
+  return x;
+}
+
+// A calibrated layer keeps the calibration's widest columns in fp32 and puts every row on a grid
+// over the other columns: its output is exactly that, written out in fp64 (both row-pass forms,
+// with and without GELU).
+TEST_P(Int8LinearFormTest, CalibratedLayerKeepsTheWidestColumnsInFp32) {
+  at::manual_seed(13);
+  const int64_t in = 64, out = 50;
+  const at::Tensor w = at::randn({out, in}) * 0.1;
+  const at::Tensor b = at::randn({out});
+  const Int8InputStats stats = StatsOf(RowsWithOutlierColumns(500, in));
+  const Int8Linear linear(w, b, &stats);
+  const at::Tensor columns = linear.fp32_columns();
+  ASSERT_EQ(columns.numel(), kInt8OutlierColumns);
+  EXPECT_TRUE((columns == 3).any().item<bool>() && (columns == 17).any().item<bool>()) << columns;
+  // Their weights are zero in the int8 matrix.
+  EXPECT_EQ(linear.dequantized_weight().index_select(1, columns).abs().max().item<float>(), 0.0f);
+
+  const at::Tensor x = RowsWithOutlierColumns(33, in);
+  at::Tensor kept_mask = at::ones({in}, at::kBool);
+  kept_mask.index_fill_(0, columns, false);
+  const at::Tensor kept = kept_mask.nonzero().squeeze(1);
+  const at::Tensor int8_part =
+      Reference(x.index_select(1, kept), linear.dequantized_weight().index_select(1, kept), b);
+  const at::Tensor want = int8_part + at::matmul(x.index_select(1, columns).to(at::kDouble),
+                                                 w.index_select(1, columns).to(at::kDouble).t());
+  const double size = want.abs().max().item<double>();
+  EXPECT_LE((linear.Forward(x).to(at::kDouble) - want).abs().max().item<double>(), 1e-4 * size);
+  EXPECT_LE((linear.Forward(x, Int8Linear::Activation::kGelu).to(at::kDouble) - at::gelu(want))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-4 * size);
+}
+
+// What calibration buys on such inputs: the product much closer to fp32's than the uncalibrated
+// layer's, whose every row's grid is stretched by the outlier columns.
+TEST(Int8LinearTest, CalibrationNarrowsTheGridOfInputsWithOutlierColumns) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no oneDNN quantized engine in this LibTorch";
+  at::manual_seed(14);
+  const int64_t in = 128;
+  const at::Tensor w = at::randn({96, in}) * 0.1;
+  const at::Tensor b = at::zeros({96});
+  const Int8InputStats stats = StatsOf(RowsWithOutlierColumns(1000, in));
+  const Int8Linear plain(w, b), calibrated(w, b, &stats);
+  const at::Tensor x = RowsWithOutlierColumns(200, in);
+  const at::Tensor want = at::linear(x, w, b);
+  const auto error = [&](const Int8Linear& l) {
+    return (l.Forward(x) - want).norm().item<double>() / want.norm().item<double>();
+  };
+  const double plain_error = error(plain), calibrated_error = error(calibrated);
+  std::printf("int8 linear with outlier columns: relative error %.4g plain, %.4g calibrated\n",
+              plain_error, calibrated_error);
+  EXPECT_LT(calibrated_error, 0.5 * plain_error);
+}
+
+}  // namespace
+}  // namespace longqa
