@@ -46,7 +46,8 @@ absl::Status ModelFailure(const std::exception& e, size_t batch_size) {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadFromDir(const std::string& dir,
                                                             const EngineOptions& options) {
   LONGQA_ASSIGN_OR_RETURN(ModelFolder folder, LoadModelFolder(dir));
-  return Create(folder.config, folder.weights, std::move(folder.tokenizer), options);
+  return Create(folder.config, folder.weights, std::move(folder.tokenizer), options,
+                folder.int8_calibration_text);
 }
 
 absl::StatusOr<at::Device> ParseDevice(const std::string& name) {
@@ -65,7 +66,8 @@ absl::StatusOr<at::Device> ParseDevice(const std::string& name) {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,
                                                        const TensorMap& weights,
                                                        std::unique_ptr<Tokenizer> tokenizer,
-                                                       const EngineOptions& options) {
+                                                       const EngineOptions& options,
+                                                       const std::string& int8_calibration_text) {
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(config));
   LONGQA_ASSIGN_OR_RETURN(const at::Device device, ParseDevice(options.device));
   // LibTorch starts with one intra-op thread on some machines: set it explicitly.
@@ -88,8 +90,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                              Int8LinearAvailable());
   }
   try {
-    std::unique_ptr<Engine> engine(
-        new Engine(config, weights, std::move(tokenizer), device, choice.precision));
+    std::unique_ptr<Engine> engine(new Engine(config, weights, std::move(tokenizer), device,
+                                              choice.precision, int8_calibration_text));
     engine->precision_reason_ = choice.reason;
     return engine;
   } catch (const std::exception& e) {
@@ -98,11 +100,46 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
 }
 
 Engine::Engine(const ModelConfig& config, const TensorMap& weights,
-               std::unique_ptr<Tokenizer> tokenizer, const at::Device& device, Precision precision)
+               std::unique_ptr<Tokenizer> tokenizer, const at::Device& device, Precision precision,
+               const std::string& int8_calibration_text)
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device), precision_(precision) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
+  Int8Calibration calibration;
+  int64_t calibration_tokens = 0;
+  if (precision == Precision::kInt8 && !int8_calibration_text.empty()) {
+    calibration_tokens = RecordInt8Calibration(int8_calibration_text, &calibration);
+  }
+  const Int8CalibrationInUse in_use(&calibration);
   model_ = std::make_unique<QaModel>(config_, weights_, precision);
   row_blocks_ = RunsInRowBlocks(device);
+  if (precision == Precision::kInt8) {
+    const int layers = in_use.found() + in_use.missed();
+    int8_calibration_ =
+        calibration_tokens == 0
+            ? "not calibrated: weights rounded to the nearest step (no calibration text)"
+            : absl::StrCat("calibrated on ", calibration_tokens,
+                           " tokens of text: ", in_use.found(), " of ", layers, " dense layers");
+  }
+}
+
+int64_t Engine::RecordInt8Calibration(const std::string& text, Int8Calibration* calibration) {
+  // Any question: the calibration wants the layers' inputs on real windows, not an answer.
+  QaRequest request;
+  request.question = "What is this text about?";
+  request.text = text;
+  absl::StatusOr<PreparedRequest> prepared =
+      Prepare(std::move(request), std::numeric_limits<int64_t>::max());
+  if (!prepared.ok()) {
+    throw std::invalid_argument(
+        absl::StrCat("int8 calibration text: ", prepared.status().message()));
+  }
+  const QaModel fp32(config_, weights_, Precision::kFp32);
+  {
+    const Int8CalibrationRecording recording(calibration);
+    at::InferenceMode guard;
+    fp32.Forward({{&prepared->question_ids, &prepared->document}}, device_, nullptr, nullptr);
+  }
+  return static_cast<int64_t>(prepared->document.ids.size());
 }
 
 absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "model/decode.h"
 #include "model/document.h"
+#include "model/encoders/int8_calibration.h"
 #include "model/encoders/precision.h"
 #include "model/format/config.h"
 #include "model/format/weights.h"
@@ -60,10 +61,12 @@ class Engine {
   // Loads a model folder (model/format/model_folder.h).
   static absl::StatusOr<std::unique_ptr<Engine>> LoadFromDir(const std::string& dir,
                                                              const EngineOptions& options);
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,
-                                                        const TensorMap& weights,
-                                                        std::unique_ptr<Tokenizer> tokenizer,
-                                                        const EngineOptions& options);
+  // `int8_calibration_text`: where the precision is int8, text the int8 layers are calibrated on
+  // (model/encoders/int8_calibration.h): run in fp32 first, each dense layer's inputs recorded;
+  // empty: plain rounding. INVALID_ARGUMENT where the text has no paragraph.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
+      const EngineOptions& options, const std::string& int8_calibration_text = "");
 
   // Validates and tokenizes. INVALID_ARGUMENT for an empty question, invalid UTF-8 or a document
   // without any paragraph. Questions longer than max_question_tokens are truncated (reported).
@@ -99,10 +102,16 @@ class Engine {
   Precision precision() const { return precision_; }
   // How precision() was chosen when the options left it unset; empty when they named it.
   const std::string& precision_reason() const { return precision_reason_; }
+  // int8: what its layers were calibrated on ("calibrated on N tokens of text: M of L dense
+  // layers", M the layers that found statistics), or that they were not; empty otherwise.
+  const std::string& int8_calibration() const { return int8_calibration_; }
 
  private:
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
-         const at::Device& device, Precision precision);
+         const at::Device& device, Precision precision, const std::string& int8_calibration_text);
+  // Runs the text through the model in fp32 with a recording alive; returns its token count.
+  // Throws std::invalid_argument where the text cannot be prepared as a request.
+  int64_t RecordInt8Calibration(const std::string& text, Int8Calibration* calibration);
   std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch,
                                      const StopCheck& stop) const;
 
@@ -114,6 +123,7 @@ class Engine {
   bool row_blocks_ = false;  // the layers' inference path runs in row blocks (memory estimate)
   Precision precision_;
   std::string precision_reason_;
+  std::string int8_calibration_;
 };
 
 }  // namespace longqa

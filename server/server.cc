@@ -75,6 +75,9 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
               << (options.precision ? " (--precision)"
                                     : " (auto: " + s->engine_->precision_reason() + ")")
               << "\n";
+    if (!s->engine_->int8_calibration().empty()) {
+      std::cerr << "longqa-server: int8 " << s->engine_->int8_calibration() << "\n";
+    }
   }
   if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
   if (s->engine_->precision() == Precision::kBf16 && s->engine_->device().is_cpu()) {

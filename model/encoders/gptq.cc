@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace longqa {
 namespace {
@@ -14,10 +15,6 @@ constexpr int64_t kBlockColumns = 128;
 // A small multiple of the mean diagonal added to the second moments, as the paper's "dampening":
 // keeps the Cholesky factorisation defined when inputs are collinear or a column never varies.
 constexpr double kDamping = 0.01;
-
-at::Tensor Round(const at::Tensor& column, const at::Tensor& scale) {
-  return at::round(column / scale).clamp(-127, 127);
-}
 
 }  // namespace
 
@@ -36,19 +33,29 @@ at::Tensor GptqRoundRows(const at::Tensor& weight, const at::Tensor& row_scale,
   // after it (the paper's reformulation; no inverse updated column by column).
   const at::Tensor inverse_factor =
       at::linalg_cholesky(at::cholesky_inverse(at::linalg_cholesky(h)), /*upper=*/true);
-  at::Tensor q = at::empty_like(w);
+  const int64_t out = w.size(0);
+  at::Tensor q = at::empty({out, in}, at::kDouble);
+  const double* scales = scale.contiguous().data_ptr<double>();
   for (int64_t begin = 0; begin < in; begin += kBlockColumns) {
-    const int64_t end = std::min(in, begin + kBlockColumns);
-    at::Tensor block = w.slice(1, begin, end).clone();
-    at::Tensor errors = at::empty_like(block);
-    const at::Tensor factor = inverse_factor.slice(0, begin, end).slice(1, begin, end);
-    for (int64_t j = 0; j < end - begin; ++j) {
-      const at::Tensor column = block.select(1, j);
-      const at::Tensor rounded = Round(column, scale);
-      q.select(1, begin + j).copy_(rounded);
-      const at::Tensor error = (column - rounded * scale) / factor[j][j];
-      errors.select(1, j).copy_(error);
-      block.slice(1, j + 1).sub_(at::outer(error, factor[j].slice(0, j + 1)));
+    const int64_t end = std::min(in, begin + kBlockColumns), width = end - begin;
+    // The block's columns, each row's error fed to the block's later columns in plain loops
+    // (a LibTorch call per column cost most of the time at FFN widths: 1,536 columns).
+    at::Tensor block = w.slice(1, begin, end).contiguous();
+    const at::Tensor factor = inverse_factor.slice(0, begin, end).slice(1, begin, end).contiguous();
+    at::Tensor errors = at::empty({out, width}, at::kDouble);
+    double* b = block.data_ptr<double>();
+    const double* f = factor.data_ptr<double>();
+    double* e = errors.data_ptr<double>();
+    double* rounded = q.data_ptr<double>();
+    for (int64_t r = 0; r < out; ++r) {
+      double* row = b + r * width;
+      for (int64_t j = 0; j < width; ++j) {
+        const double level = std::clamp(std::nearbyint(row[j] / scales[r]), -127.0, 127.0);
+        rounded[r * in + begin + j] = level;
+        const double error = (row[j] - level * scales[r]) / f[j * width + j];
+        e[r * width + j] = error;
+        for (int64_t c = j + 1; c < width; ++c) row[c] -= error * f[j * width + c];
+      }
     }
     if (end < in) {
       w.slice(1, end).sub_(at::matmul(errors, inverse_factor.slice(0, begin, end).slice(1, end)));

@@ -26,7 +26,7 @@ namespace longqa {
 
 // What a calibration run saw at one layer's input.
 struct Int8InputStats {
-  at::Tensor second_moment;  // [in, in] fp64: the sum of x xᵀ over the calibration rows
+  at::Tensor second_moment;  // [in, in]: the sum of x xᵀ over the calibration rows
   at::Tensor column_max;     // [in] fp32: each input column's largest magnitude
 };
 
@@ -60,14 +60,14 @@ class Int8Linear {
   Int8Linear(Rounded rounded, const at::Tensor& bias);
   static Rounded Round(const at::Tensor& weight, const Int8InputStats* calibration);
 
-  at::Tensor row_scale_;         // [out] fp32: each output row's scale, applied after the GEMM
-  at::Tensor quantized_;         // [out, in] int8: a quarter of the fp32 weight
-  Int8Gemm gemm_;                // its packed copy, which the GEMM reads
-  at::Tensor bias_;              // [out] fp32
-  at::Tensor weight_row_sum_;    // [out] fp32: the dequantised weight's row sums (rows' minima)
-  at::Tensor fp32_columns_;      // [k] int64: the input columns kept in fp32
-  at::Tensor fp32_weights_;      // [k, out] fp32: their weights, a row per column
-  int64_t stand_in_column_ = 0;  // a column not in fp32_columns_ (see Forward)
+  at::Tensor row_scale_;          // [out] fp32: each output row's scale, applied after the GEMM
+  at::Tensor quantized_;          // [out, in] int8: a quarter of the fp32 weight
+  Int8Gemm gemm_;                 // its packed copy, which the GEMM reads
+  at::Tensor bias_;               // [out] fp32
+  at::Tensor weight_row_sum_;     // [out] fp32: the dequantised weight's row sums (rows' minima)
+  at::Tensor fp32_columns_;       // [k] int64: the input columns kept in fp32
+  at::Tensor fp32_weights_;       // [k, out] fp32: their weights, a row per column
+  at::Tensor fp32_column_flags_;  // [in] fp32: 1 in the fp32 columns, else 0 (the row passes')
 };
 
 // Whether Int8Linear runs here (Int8Gemm::Available).

@@ -10,12 +10,17 @@
 #include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_attention.h"
 #include "model/encoders/fused_cpu_ops.h"
+#include "model/encoders/int8_calibration.h"
 
 namespace longqa {
 
-InferenceDense::InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision) {
+InferenceDense::InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision,
+                               std::string name)
+    : name(std::move(name)) {
   if (precision == Precision::kInt8) {
-    int8 = std::make_shared<const Int8Linear>(w, b);
+    const Int8InputStats* stats =
+        this->name.empty() ? nullptr : Int8CalibrationInUse::Find(this->name);
+    int8 = std::make_shared<const Int8Linear>(w, b, stats);
   } else {
     const at::ScalarType dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
     weight = w.to(dtype).contiguous();
@@ -24,20 +29,22 @@ InferenceDense::InferenceDense(const at::Tensor& w, const at::Tensor& b, Precisi
 }
 
 at::Tensor InferenceDense::operator()(const at::Tensor& x) const {
-  if (int8) return int8->Forward(x.to(at::kFloat));
+  if (int8) return int8->Forward(x);
+  Int8CalibrationRecording::Record(name, x);
   return at::linear(x.to(weight.scalar_type()), weight, bias);
 }
 
 at::Tensor InferenceDense::WithGelu(const at::Tensor& x) const {
-  if (int8) return int8->Forward(x.to(at::kFloat), Int8Linear::Activation::kGelu);
+  if (int8) return int8->Forward(x, Int8Linear::Activation::kGelu);
   return GeluInPlace((*this)(x));
 }
 
-InferenceDense InferenceDense::Rows(int64_t begin, int64_t n) const {
+InferenceDense InferenceDense::Rows(int64_t begin, int64_t n, std::string rows_name) const {
   if (int8) throw std::logic_error("InferenceDense::Rows of an int8 layer");
   InferenceDense rows;
   rows.weight = weight.narrow(0, begin, n);  // contiguous: whole rows of a contiguous matrix
   rows.bias = bias.narrow(0, begin, n);
+  rows.name = std::move(rows_name);
   return rows;
 }
 
@@ -80,25 +87,28 @@ TransformerLayer::TransformerLayer(const TensorMap& w, const std::string& s,
     throw std::invalid_argument("int8 runs on the CPU only");
   }
   if (!qkv_w_.defined()) return;
-  qkv_ = InferenceDense(qkv_w_, qkv_b_, precision);
-  o_ = InferenceDense(o_w_, o_b_, precision);
-  i_ = InferenceDense(i_w_, i_b_, precision);
-  f_ = InferenceDense(f_w_, f_b_, precision);
+  // (Layers that project q, k, v apart never call the stacked one in int8: unnamed there, it is
+  // not calibrated and not counted as a calibrated layer.)
+  const bool stacked_unused = precision == Precision::kInt8 && separate_qkv;
+  qkv_ = InferenceDense(qkv_w_, qkv_b_, precision, stacked_unused ? "" : s + ".qkv");
+  o_ = InferenceDense(o_w_, o_b_, precision, s + ".attention_output");
+  i_ = InferenceDense(i_w_, i_b_, precision, s + ".ffn1");
+  f_ = InferenceDense(f_w_, f_b_, precision, s + ".ffn2");
   // Query/Key/Value of layers with their own pattern: fp32 or bf16 rows of the stacked matrix;
   // in int8 layers of their own where the layer projects them apart (an Int8Linear has no row
   // views; each output row has its own scale, so the three quantise as the stacked one does),
   // else fp32 rows.
   if (precision == Precision::kInt8 && separate_qkv) {
-    q_ = InferenceDense(q_w_, q_b_, precision);
-    k_ = InferenceDense(k_w_, k_b_, precision);
-    v_ = InferenceDense(v_w_, v_b_, precision);
+    q_ = InferenceDense(q_w_, q_b_, precision, s + ".q");
+    k_ = InferenceDense(k_w_, k_b_, precision, s + ".k");
+    v_ = InferenceDense(v_w_, v_b_, precision, s + ".v");
   } else {
     const InferenceDense stacked =
         precision == Precision::kInt8 ? InferenceDense(qkv_w_, qkv_b_, Precision::kFp32) : qkv_;
     const int64_t d = q_w_.size(0);
-    q_ = stacked.Rows(0, d);
-    k_ = stacked.Rows(d, d);
-    v_ = stacked.Rows(2 * d, d);
+    q_ = stacked.Rows(0, d, s + ".q");
+    k_ = stacked.Rows(d, d, s + ".k");
+    v_ = stacked.Rows(2 * d, d, s + ".v");
   }
   if (precision == Precision::kBf16) attention_dtype_ = at::kBFloat16;
   bf16_attention_products_ = precision == Precision::kInt8;

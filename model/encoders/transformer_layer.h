@@ -19,17 +19,21 @@ namespace longqa {
 
 // One dense (Linear) layer of the inference path in the layer's precision: fp32 weights; bf16
 // copies (the input cast to bf16, the output bf16); or int8 (fp32 in and out, Int8Linear).
+// `name` (its place in the model, e.g. "encoder.layer.3.ffn2") is what int8 calibration records
+// and finds its statistics under (int8_calibration.h).
 struct InferenceDense {
   at::Tensor weight, bias;
   std::shared_ptr<const Int8Linear> int8;  // shared: layers are copied into the encoders' vectors
+  std::string name;
 
   InferenceDense() = default;
-  InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision);
+  InferenceDense(const at::Tensor& w, const at::Tensor& b, Precision precision,
+                 std::string name = "");
   at::Tensor operator()(const at::Tensor& x) const;
   // gelu(this(x)): in int8 on each output row while it is in cache (Int8Linear).
   at::Tensor WithGelu(const at::Tensor& x) const;
-  // The rows [begin, begin + n) of the output (Q, K or V of a stacked QKV layer).
-  InferenceDense Rows(int64_t begin, int64_t n) const;
+  // The rows [begin, begin + n) of the output (Q, K or V of a stacked QKV layer), named `name`.
+  InferenceDense Rows(int64_t begin, int64_t n, std::string name) const;
 };
 
 // A layer runs its sequences in groups whose attention scores hold at most this many elements

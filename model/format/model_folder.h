@@ -17,6 +17,9 @@ inline constexpr char kWeightsFile[] = "model.safetensors";
 inline constexpr char kSentencePieceFile[] = "spm.model";
 // A Hugging Face tokenizer (model/tokenizers/hf/hf_tokenizer.h), as tools/import_hf.py copies it.
 inline constexpr char kHfTokenizerFile[] = "tokenizer.json";
+// Optional: English text like the documents the model will answer about, which int8 layers are
+// calibrated on at load (model/encoders/int8_calibration.h; absent: plain rounding).
+inline constexpr char kInt8CalibrationFile[] = "calibration.txt";
 // Trainer checkpoints only (train/checkpoint.h): AdamW moments and the trainer's position.
 inline constexpr char kOptimizerFile[] = "optimizer.safetensors";
 inline constexpr char kTrainerStateFile[] = "trainer_state.json";
@@ -35,6 +38,7 @@ struct ModelFolder {
   ModelConfig config;
   TensorMap weights;  // f32, CPU
   std::unique_ptr<Tokenizer> tokenizer;
+  std::string int8_calibration_text;  // kInt8CalibrationFile's text; empty where there is none
 };
 
 // Loads and validates a whole model folder.

@@ -299,6 +299,50 @@ TEST(EngineTest, UnsetPrecisionServesTheModelsDefaultWhereTheCpuRunsItNatively) 
   EXPECT_EQ((*fp32)->precision(), Precision::kFp32);
 }
 
+// int8 layers calibrated on text (model/encoders/int8_calibration.h): every dense layer finds the
+// statistics its fp32 twin recorded under its name and keeps the widest input columns in fp32;
+// without text, or in another precision, nothing is calibrated; text without a paragraph is
+// refused.
+TEST(EngineTest, Int8LayersAreCalibratedOnTheTextGiven) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no int8 GEMM in this build";
+  const ModelConfig c = TinyConfig("SCS", 24, 16, 3);
+  const TensorMap w = SpreadWeights(c, 8);
+  const EngineOptions int8{2, "cpu", Precision::kInt8};
+  const std::string text = Document(6, 40, 5);
+  auto calibrated = Engine::Create(c, w, TestTokenizer(), int8, text);
+  ASSERT_TRUE(calibrated.ok()) << calibrated.status().message();
+  const std::string& said = (*calibrated)->int8_calibration();
+  // Three layers of four dense layers each (q/k/v stacked, attention output, the two FFN layers).
+  EXPECT_NE(said.find("tokens of text: 12 of 12 dense layers"), std::string::npos) << said;
+  // ETC's layers project q, k and v apart: six each.
+  const ModelConfig etc = testing_support::TinyEtcConfig();
+  auto etc_engine = Engine::Create(etc, SpreadWeights(etc, 9), TestTokenizer(), int8, text);
+  ASSERT_TRUE(etc_engine.ok()) << etc_engine.status().message();
+  EXPECT_NE((*etc_engine)->int8_calibration().find("tokens of text: 12 of 12 dense layers"),
+            std::string::npos)
+      << (*etc_engine)->int8_calibration();
+  auto plain = Engine::Create(c, w, TestTokenizer(), int8);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->int8_calibration().rfind("not calibrated", 0), 0u)
+      << (*plain)->int8_calibration();
+  auto fp32 = Engine::Create(c, w, TestTokenizer(), EngineOptions{2, "cpu"}, text);
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ((*fp32)->int8_calibration(), "");
+  // Both int8 engines answer; the calibrated one is a different model (its rounding moved).
+  QaRequest r;
+  r.question = "where was Ada born";
+  r.text = Document(4, 30, 6);
+  const auto a = (*calibrated)->Answer(r), b = (*plain)->Answer(r), f = (*fp32)->Answer(r);
+  ASSERT_TRUE(a.ok() && b.ok() && f.ok());
+  EXPECT_NE(a->no_answer_score, b->no_answer_score);
+  EXPECT_NEAR(a->no_answer_score, f->no_answer_score, 0.05 * std::abs(f->no_answer_score) + 0.01);
+  auto empty = Engine::Create(c, w, TestTokenizer(), int8, "\n\n  \n");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("int8 calibration text"), std::string::npos)
+      << empty.status().message();
+}
+
 TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {
   const ModelConfig c = TinyConfig("SCS", 24, 16, 3);
   const TensorMap w = SpreadWeights(c, 8);
@@ -325,6 +369,12 @@ TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {
   EXPECT_EQ(a->type, b->type);
   EXPECT_EQ(a->long_answer.byte_begin, b->long_answer.byte_begin);
   EXPECT_FLOAT_EQ(a->long_answer.score, b->long_answer.score);
+  // The folder's calibration text, where it has one, calibrates int8.
+  std::ofstream(dir / "calibration.txt") << Document(5, 40, 4);
+  auto int8 = Engine::LoadFromDir(dir.string(), EngineOptions{2, "cpu", Precision::kInt8});
+  ASSERT_TRUE(int8.ok()) << int8.status().message();
+  EXPECT_EQ((*int8)->int8_calibration().rfind("calibrated on ", 0), 0u)
+      << (*int8)->int8_calibration();
   std::filesystem::remove(dir / "model.safetensors");
   EXPECT_FALSE(Engine::LoadFromDir(dir.string(), EngineOptions{}).ok());
   std::filesystem::remove_all(dir);
