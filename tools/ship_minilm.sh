@@ -30,6 +30,8 @@ for v in "${@:-sliding cluster_former etc}"; do
     # 2. The servable folder.
     "$PYTHON" "$ROOT/tools/ship_model.py" "$CHECKPOINTS/$variant" "$OUT/$variant" \
       --null_threshold "$threshold"
+    # Text of the generator's world for int8's calibration at load (docs/model-format.md).
+    "$PYTHON" "$ROOT/tools/make_calibration_text.py" "$OUT/$variant/calibration.txt"
     # 3. The test split, per kind, with the fp16 folder.
     "$ROOT/tools/eval_demo.sh" "$test_gold" "$OUT/eval/test" "$OUT/$variant"
     "$PYTHON" "$ROOT/tools/demo_report.py" "$test_gold" \
