@@ -3,12 +3,11 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/read_file.h"
 #include "base/status_macros.h"
 #include "base/version.h"
 #include "model/compute_info.h"
@@ -16,14 +15,6 @@
 
 namespace longqa {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " file ", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& o) {
   if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();

@@ -1,10 +1,9 @@
 #include "model/format/model_folder.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "base/status_macros.h"
 #include "model/tokenizers/hf/hf_tokenizer.h"
 #include "model/tokenizers/sentencepiece_tokenizer.h"
@@ -44,11 +43,8 @@ absl::StatusOr<ModelFolder> LoadModelFolder(const std::string& dir) {
   LONGQA_ASSIGN_OR_RETURN(folder.tokenizer, LoadModelTokenizer(dir, folder.config));
   const std::string calibration = ModelFilePath(dir, kInt8CalibrationFile);
   if (std::filesystem::exists(calibration)) {
-    std::ifstream in(calibration, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", calibration));
-    folder.int8_calibration_text = text.str();
+    LONGQA_ASSIGN_OR_RETURN(folder.int8_calibration_text,
+                            ReadFile(calibration, "int8 calibration"));
   }
   return folder;
 }
