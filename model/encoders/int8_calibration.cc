@@ -17,8 +17,8 @@ Int8CalibrationRecording::~Int8CalibrationRecording() { recording = previous_; }
 
 void Int8CalibrationRecording::Record(const std::string& name, const at::Tensor& x) {
   if (recording == nullptr || name.empty()) return;
-  // fp32 sums: the second moments of a BERT-base FFN input take 38 MB so, 75 in fp64; GPTQ
-  // works in fp64 from them.
+  // Summed in fp32 (a BERT-base FFN input's second moments: 38 MB, 75 in fp64); GPTQ converts
+  // them to fp64.
   const at::Tensor rows = x.detach().reshape({-1, x.size(-1)}).to(at::kFloat);
   Int8InputStats& stats = (*recording)[name];
   const at::Tensor column_max = rows.abs().amax(0);

@@ -260,8 +260,8 @@ at::Tensor Int8Linear::Forward(const at::Tensor& x, Activation activation) const
   const int64_t k = fp32_columns_.numel();
   const int64_t* columns = fp32_columns_.data_ptr<int64_t>();
   // The fp32 columns' values, gathered while each row is in cache ([m, k]).
-  at::Tensor fp32_values = at::empty({m, k}, rows.options());
-  float* fv = fp32_values.data_ptr<float>();
+  const at::Tensor fp32_values = k > 0 ? at::empty({m, k}, rows.options()) : at::Tensor();
+  float* fv = k > 0 ? fp32_values.data_ptr<float>() : nullptr;
   const float* excluded = k > 0 ? fp32_column_flags_.data_ptr<float>() : nullptr;
   {
     uint8_t* qp = q.data_ptr<uint8_t>();
