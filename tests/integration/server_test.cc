@@ -844,22 +844,25 @@ TEST(ServerDrainTest, SigtermAnswersEveryAcceptedRequestThenExitsZero) {
 
 TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExitCodeSaysSo) {
   // Hostile-clients item 4: work that outlasts --drain_timeout_s is cut short and said to be.
-  // Four documents of ~2.5 s each (2 threads, nothing else running): none is done by the deadline.
+  // Six documents of ~2.5 s each here (2 threads, nothing else running). How many finish within
+  // the 1 s of drain depends on the machine (CI once finished 2 of 4), so the test asserts what
+  // holds on any: some are cut, every call gets an answer, and the log counts the cut ones.
+  constexpr int kCalls = 6;
   ServerProcess server(
       WithBigDocuments({"--model_dir=" + ModelDir(), "--threads=2", "--drain_timeout_s=1"}));
   ASSERT_TRUE(server.ok()) << server.log();
   std::vector<std::future<grpc::Status>> calls;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::async(std::launch::async, [&] {
       v1::AnswerResponse r;
       return Call(*Stub(server.address()), Request("kalo", Document(800, 120)), &r, 120000);
     }));
   }
-  // All four accepted (tokenized and queued; one running) before the signal: on a slow or busy
-  // machine (ASan) tokenizing four ~500 KB documents outlasted a fixed 500 ms sleep, the calls
+  // All accepted (tokenized and queued; one running) before the signal: on a slow or busy
+  // machine (ASan) tokenizing ~500 KB documents outlasted a fixed 500 ms sleep, the calls
   // arrived after the drain began and were refused, and the drain had nothing left to cut.
   ASSERT_TRUE(UntilMetrics(server.metrics_port(), [](const std::string& page) {
-    return Sample(page, "longqa_inflight_requests") >= 4;
+    return Sample(page, "longqa_inflight_requests") >= kCalls;
   })) << server.log();
   const auto signalled = std::chrono::steady_clock::now();
   server.Signal(SIGTERM);
@@ -875,8 +878,16 @@ TEST(ServerDrainTest, AtTheDrainDeadlineWhatIsLeftIsAnsweredUnavailableAndTheExi
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) ++unavailable;
     EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::UNAVAILABLE) << s.error_message();
   }
-  EXPECT_GE(unavailable, 3);
-  EXPECT_NE(server.log().find("answered UNAVAILABLE"), std::string::npos) << server.log();
+  EXPECT_GE(unavailable, 1);
+  // The log's count includes the running batch, which may still finish its last group of windows
+  // and answer: at least as many as the clients saw refused, never more than were sent.
+  std::smatch logged;
+  const std::string log = server.log();
+  ASSERT_TRUE(std::regex_search(log, logged,
+                                std::regex("(\\d+) accepted request\\(s\\) answered UNAVAILABLE")))
+      << log;
+  EXPECT_GE(std::stoi(logged[1].str()), unavailable) << log;
+  EXPECT_LE(std::stoi(logged[1].str()), kCalls) << log;
 }
 
 TEST(ServerHostileTest, WorkWhoseCallersLeftStopsAndAControlQuestionIsNotKeptWaiting) {
