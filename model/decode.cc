@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace longqa {
 namespace {
@@ -42,6 +43,15 @@ ByteRange TrimAnswer(std::string_view text, ByteRange r) {
 
 }  // namespace
 
+float SpanMargin(const std::vector<AnswerSpan>& ranked) {
+  for (const AnswerSpan& s : ranked) {
+    if (s.byte_begin != ranked[0].byte_begin || s.byte_end != ranked[0].byte_end) {
+      return ranked[0].score - s.score;
+    }
+  }
+  return std::numeric_limits<float>::infinity();
+}
+
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
                       std::string_view text, const DecodeOptions& options) {
   QaAnswer answer;
@@ -59,21 +69,36 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   const auto best_other =
       std::max_element(logits.type_logits.begin() + 1, logits.type_logits.end());
   answer.best_answer_score = *best_other;
-  const AnswerType type =
-      answer.no_answer_score + options.null_threshold.value_or(0.0f) >= answer.best_answer_score
-          ? AnswerType::kNoAnswer
-          : static_cast<AnswerType>(best_other - logits.type_logits.begin());
+  const float null_side = answer.no_answer_score + options.null_threshold.value_or(0.0f);
+  const AnswerType type = null_side >= answer.best_answer_score
+                              ? AnswerType::kNoAnswer
+                              : static_cast<AnswerType>(best_other - logits.type_logits.begin());
+  answer.decision_margin = std::abs(answer.best_answer_score - null_side);
 
   // Best non-empty paragraph.
   int64_t best_paragraph = -1;
+  float runner_up_paragraph = -std::numeric_limits<float>::infinity();
   for (size_t p = 0; p < doc.paragraph_token.size(); ++p) {
     if (doc.paragraph_bytes[p].first == doc.paragraph_bytes[p].second) continue;
     const float score = logits.long_score[doc.paragraph_token[p]];
     if (best_paragraph < 0 || score > logits.long_score[doc.paragraph_token[best_paragraph]]) {
+      if (best_paragraph >= 0) {
+        runner_up_paragraph = logits.long_score[doc.paragraph_token[best_paragraph]];
+      }
       best_paragraph = static_cast<int64_t>(p);
+    } else {
+      runner_up_paragraph = std::max(runner_up_paragraph, score);
     }
   }
   if (type == AnswerType::kNoAnswer || best_paragraph < 0) return answer;
+  // Which of yes, no, short and long-only: close to its runner-up too.
+  float runner_up_type = -std::numeric_limits<float>::infinity();
+  for (auto t = logits.type_logits.begin() + 1; t != logits.type_logits.end(); ++t) {
+    if (t != best_other) runner_up_type = std::max(runner_up_type, *t);
+  }
+  answer.decision_margin =
+      std::min({answer.decision_margin, *best_other - runner_up_type,
+                logits.long_score[doc.paragraph_token[best_paragraph]] - runner_up_paragraph});
 
   answer.type = type;
   answer.has_long_answer = true;
@@ -104,6 +129,7 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const AnswerSpan& a, const AnswerSpan& b) { return a.score > b.score; });
+  answer.decision_margin = std::min(answer.decision_margin, SpanMargin(candidates));
   if (static_cast<int64_t>(candidates.size()) > options.n_best) candidates.resize(options.n_best);
   answer.short_answers = std::move(candidates);
   if (answer.type == AnswerType::kShort && answer.short_answers.empty()) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct QaAnswer {
   float no_answer_score = 0.0f;           // the NO_ANSWER logit of the type head
   float best_answer_score = 0.0f;         // the largest of the other four type logits
   std::array<float, 5> type_probabilities{};
+  // The closest call made, in logits: the smallest gap between a choice the answer rests on (the
+  // answer type, the paragraph, the best short span) and its runner-up. Infinity where nothing was
+  // close (a single paragraph, a single span). Checked int8 re-runs answers below a margin in fp32.
+  float decision_margin = std::numeric_limits<float>::infinity();
   bool question_truncated = false;
   int64_t question_tokens = 0;
   int64_t document_tokens = 0;
@@ -57,12 +62,15 @@ struct RequestLogits {
   std::vector<WindowLogits> windows;  // qa_format squad only
 };
 
-// Chooses the answer. The long answer is the non-empty paragraph with the best long score. Short
-// candidates: for every start token in that paragraph, the best end at or after it within
-// max_answer_tokens; ranked by start + end logit. A short answer never starts or ends inside a
-// word (between two ASCII letters/digits), so subword pieces cannot cut words. Spans are trimmed
-// of surrounding ASCII whitespace (pieces carry their leading space) and of trailing . , ; : ! ?
-// (a piece may glue a word to the full stop), so they never split a UTF-8 character.
+// Chooses the answer (and its decision_margin). The long answer is the non-empty paragraph with the
+// best long score. Short candidates: for every start token in that paragraph, the best end at or
+// after it within max_answer_tokens; ranked by start + end logit. A short answer never starts or
+// ends inside a word (between two ASCII letters/digits), so subword pieces cannot cut words. Spans
+// are trimmed of surrounding ASCII whitespace (pieces carry their leading space) and of trailing .
+// , ; : ! ? (a piece may glue a word to the full stop), so they never split a UTF-8 character.
+// Spans ranked best first: the best one's lead over the first with other bytes (infinity: none).
+float SpanMargin(const std::vector<AnswerSpan>& ranked);
+
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
                       std::string_view text, const DecodeOptions& options);
 

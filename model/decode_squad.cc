@@ -30,6 +30,12 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
   float null_score = std::numeric_limits<float>::infinity();
   const size_t n_best = static_cast<size_t>(std::max<int64_t>(1, options.n_best));
   std::vector<Candidate> candidates;
+  // Per window, its best span with other bytes than its own best (decision_margin's runner-up
+  // where the best overall is this window's best).
+  std::vector<Candidate> alternatives;
+  auto bytes = [&](const Candidate& c) {
+    return ByteRange{doc.word_spans[c.start_token].first, doc.word_spans[c.end_token].second};
+  };
   for (const WindowLogits& window : logits.windows) {
     if (window.start.size() < 2) continue;  // a window without context tokens
     const std::vector<float> p_start = Softmax(window.start);
@@ -53,6 +59,13 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
                         return a.end_token < b.end_token;
                       });
     candidates.insert(candidates.end(), own.begin(), own.begin() + keep);
+    const Candidate* alternative = nullptr;
+    for (const Candidate& c : own) {
+      if (bytes(c) != bytes(own[0]) && (alternative == nullptr || c.score > alternative->score)) {
+        alternative = &c;
+      }
+    }
+    if (alternative != nullptr) alternatives.push_back(*alternative);
   }
   // Across windows the earlier window wins a tie (a stable sort, as the pipeline's sorted()).
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -81,10 +94,25 @@ QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument&
   const float best = answer.short_answers[0].score;
   answer.no_answer_score = std::log(null_score);
   answer.best_answer_score = std::log(best);
+  // Close calls, in log-probabilities: answer or not, and the best span against the best one
+  // with other bytes (spans of equal bytes from two windows are one answer).
+  const float null_side = answer.no_answer_score + options.null_threshold.value_or(0.0f);
+  answer.decision_margin = std::abs(answer.best_answer_score - null_side);
+  const ByteRange best_bytes{answer.short_answers[0].byte_begin, answer.short_answers[0].byte_end};
+  float runner_up = 0.0f;
+  for (const auto* list : {&candidates, &alternatives}) {
+    for (const Candidate& c : *list) {
+      if (bytes(c) != best_bytes) runner_up = std::max(runner_up, c.score);
+    }
+  }
+  if (runner_up > 0.0f) {
+    answer.decision_margin =
+        std::min(answer.decision_margin, answer.best_answer_score - std::log(runner_up));
+  }
   answer.type_probabilities[static_cast<int>(AnswerType::kNoAnswer)] =
       null_score / (null_score + best);
   answer.type_probabilities[static_cast<int>(AnswerType::kShort)] = best / (null_score + best);
-  if (answer.no_answer_score + options.null_threshold.value_or(0.0f) >= answer.best_answer_score) {
+  if (null_side >= answer.best_answer_score) {
     answer.short_answers.clear();
     return answer;
   }

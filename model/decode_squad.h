@@ -20,7 +20,7 @@ namespace longqa {
 // in that paragraph (the others are left out), but may run on across a paragraph break: the
 // context is one sequence, as in the pipeline (with a random QA head, 7 of 200 of its best spans
 // do; qa.proto states the exception). type_probabilities holds the null and best scores
-// normalised to sum to 1 (NO_ANSWER and SHORT).
+// normalised to sum to 1 (NO_ANSWER and SHORT); decision_margin is in log-probabilities.
 QaAnswer DecodeSquadAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
                            std::string_view text, const DecodeOptions& options);
 

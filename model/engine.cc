@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <cmath>
 #include <new>
 #include <string>
 #include <string_view>
@@ -82,6 +83,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::FailedPreconditionError(
         "precision int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
   }
+  if (!(options.int8_recheck_margin >= 0.0f) || std::isinf(options.int8_recheck_margin)) {
+    return absl::InvalidArgumentError("int8_recheck_margin must be a finite number >= 0");
+  }
   PrecisionChoice choice;
   if (options.precision) {
     choice.precision = *options.precision;
@@ -91,7 +95,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
   }
   try {
     std::unique_ptr<Engine> engine(new Engine(config, weights, std::move(tokenizer), device,
-                                              choice.precision, int8_calibration_text));
+                                              choice.precision, int8_calibration_text,
+                                              options.int8_recheck_margin));
     engine->precision_reason_ = choice.reason;
     return engine;
   } catch (const std::exception& e) {
@@ -101,7 +106,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
 
 Engine::Engine(const ModelConfig& config, const TensorMap& weights,
                std::unique_ptr<Tokenizer> tokenizer, const at::Device& device, Precision precision,
-               const std::string& int8_calibration_text)
+               const std::string& int8_calibration_text, float int8_recheck_margin)
     : config_(config), tokenizer_(std::move(tokenizer)), device_(device), precision_(precision) {
   for (const auto& [name, tensor] : weights) weights_[name] = tensor.to(device_);
   Int8Calibration calibration;
@@ -111,6 +116,11 @@ Engine::Engine(const ModelConfig& config, const TensorMap& weights,
   }
   const Int8CalibrationInUse in_use(&calibration);
   model_ = std::make_unique<QaModel>(config_, weights_, precision);
+  if (precision == Precision::kInt8 && int8_recheck_margin > 0.0f) {
+    // It shares weights_ with the int8 model's biases and norms: only its dense layers add memory.
+    reference_model_ = std::make_unique<QaModel>(config_, weights_, Precision::kFp32);
+    recheck_margin_ = int8_recheck_margin;
+  }
   row_blocks_ = RunsInRowBlocks(device);
   if (precision == Precision::kInt8) {
     const int layers = in_use.found() + in_use.missed();
@@ -175,11 +185,12 @@ absl::StatusOr<PreparedRequest> Engine::Prepare(QaRequest request,
   return prepared;
 }
 
-std::vector<RequestLogits> Engine::Forward(const std::vector<const PreparedRequest*>& batch,
+std::vector<RequestLogits> Engine::Forward(const QaModel& model,
+                                           const std::vector<const PreparedRequest*>& batch,
                                            const StopCheck& stop) const {
   std::vector<QaModelInput> inputs;
   for (const PreparedRequest* r : batch) inputs.push_back({&r->question_ids, &r->document});
-  const QaLogits logits = model_->Forward(inputs, device_, nullptr, stop);
+  const QaLogits logits = model.Forward(inputs, device_, nullptr, stop);
   auto host = [](const at::Tensor& t) { return t.to(at::kCPU).to(at::kFloat).contiguous(); };
   const at::Tensor start = host(logits.start), end = host(logits.end);
   const at::Tensor long_score = host(logits.long_score), type = host(logits.type);
@@ -228,7 +239,7 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
   std::vector<RequestLogits> logits;
   try {
     at::InferenceMode guard;
-    logits = Forward(batch, stop);
+    logits = Forward(*model_, batch, stop);
   } catch (const BatchStopped&) {
     answers.assign(batch.size(),
                    absl::CancelledError("stopped while the model ran: the caller left"));
@@ -238,28 +249,62 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
     return answers;
   }
   const auto inferred = Clock::now();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const PreparedRequest& r = *batch[i];
-    DecodeOptions options = r.request.options;
-    if (!options.null_threshold)
-      options.null_threshold = static_cast<float>(config_.null_threshold);
-    QaAnswer answer = config_.qa_format == QaFormat::kSquad
-                          ? DecodeSquadAnswer(logits[i], r.document, r.request.text, options)
-                          : DecodeAnswer(logits[i], r.document, r.request.text, options);
-    answer.question_truncated = r.question_truncated;
-    answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
-    answer.document_tokens = static_cast<int64_t>(r.document.ids.size());
-    answer.windows =
-        config_.architecture == Architecture::kEtc
-            ? 1
-            : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
-    answers.push_back(std::move(answer));
-  }
+  for (size_t i = 0; i < batch.size(); ++i) answers.push_back(Decode(*batch[i], logits[i]));
+  const auto decoded = Clock::now();
+  int64_t rechecked = 0;
+  if (reference_model_ != nullptr) Recheck(batch, &answers, stop, &rechecked);
   if (timing != nullptr) {
-    timing->inference_seconds = std::chrono::duration<double>(inferred - start).count();
-    timing->decode_seconds = std::chrono::duration<double>(Clock::now() - inferred).count();
+    // A recheck's forward pass is inference too; its decoding is too small to split out.
+    timing->inference_seconds = std::chrono::duration<double>(inferred - start).count() +
+                                std::chrono::duration<double>(Clock::now() - decoded).count();
+    timing->decode_seconds = std::chrono::duration<double>(decoded - inferred).count();
+    timing->rechecked = rechecked;
   }
   return answers;
+}
+
+QaAnswer Engine::Decode(const PreparedRequest& r, const RequestLogits& logits) const {
+  DecodeOptions options = r.request.options;
+  if (!options.null_threshold) options.null_threshold = static_cast<float>(config_.null_threshold);
+  QaAnswer answer = config_.qa_format == QaFormat::kSquad
+                        ? DecodeSquadAnswer(logits, r.document, r.request.text, options)
+                        : DecodeAnswer(logits, r.document, r.request.text, options);
+  answer.question_truncated = r.question_truncated;
+  answer.question_tokens = static_cast<int64_t>(r.question_ids.size()) - 2;
+  answer.document_tokens = static_cast<int64_t>(r.document.ids.size());
+  answer.windows =
+      config_.architecture == Architecture::kEtc
+          ? 1
+          : NumWindows(answer.document_tokens, config_.window_tokens, config_.stride_tokens);
+  return answer;
+}
+
+void Engine::Recheck(const std::vector<const PreparedRequest*>& batch,
+                     std::vector<absl::StatusOr<QaAnswer>>* answers, const StopCheck& stop,
+                     int64_t* rechecked) const {
+  std::vector<size_t> close;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if ((*answers)[i].ok() && (*answers)[i]->decision_margin < recheck_margin_) close.push_back(i);
+  }
+  if (close.empty()) return;
+  std::vector<const PreparedRequest*> again;
+  for (size_t i : close) again.push_back(batch[i]);
+  std::vector<RequestLogits> logits;
+  try {
+    at::InferenceMode guard;
+    logits = Forward(*reference_model_, again, stop);
+  } catch (const BatchStopped&) {
+    for (size_t i : close) {
+      (*answers)[i] = absl::CancelledError("stopped while the model ran: the caller left");
+    }
+    return;
+  } catch (const std::exception& e) {
+    // The int8 answers were computed; a close call without its check must not pass as checked.
+    for (size_t i : close) (*answers)[i] = ModelFailure(e, again.size());
+    return;
+  }
+  for (size_t k = 0; k < close.size(); ++k) (*answers)[close[k]] = Decode(*again[k], logits[k]);
+  *rechecked = static_cast<int64_t>(close.size());
 }
 
 int64_t Engine::ActivationBytes(const PreparedRequest& prepared) const {

@@ -45,6 +45,10 @@ struct EngineOptions {
   // kInt8: CPU only (model/encoders/int8_linear.h). Unset ("auto"): the model's default_precision
   // where the device runs it natively, else fp32 (model/precision_choice.h).
   std::optional<Precision> precision = Precision::kFp32;
+  // Checked int8: an answer whose decision_margin (model/decode.h) is below this many logits is
+  // computed again in fp32 and that answer given, so int8's rounding noise cannot tip a close call.
+  // 0: off. Only where the precision is int8.
+  float int8_recheck_margin = 0.0f;
 };
 
 // "cpu" or "cuda[:N]" as a device: INVALID_ARGUMENT for a name LibTorch does not know,
@@ -79,6 +83,7 @@ class Engine {
   struct BatchTiming {
     double inference_seconds = 0;  // encoder + heads
     double decode_seconds = 0;     // answer search and byte spans, all requests
+    int64_t rechecked = 0;         // requests computed again in fp32 (int8_recheck_margin)
   };
 
   // Answers prepared requests as one batch; it never throws. A failure inside the model fails
@@ -102,24 +107,35 @@ class Engine {
   Precision precision() const { return precision_; }
   // How precision() was chosen when the options left it unset; empty when they named it.
   const std::string& precision_reason() const { return precision_reason_; }
+  // Checked int8's margin (EngineOptions::int8_recheck_margin); 0 where off or not int8.
+  float int8_recheck_margin() const { return recheck_margin_; }
   // int8: what its layers were calibrated on ("calibrated on N tokens of text: M of L dense
   // layers", M the layers that found statistics), or that they were not; empty otherwise.
   const std::string& int8_calibration() const { return int8_calibration_; }
 
  private:
   Engine(const ModelConfig& config, const TensorMap& weights, std::unique_ptr<Tokenizer> tokenizer,
-         const at::Device& device, Precision precision, const std::string& int8_calibration_text);
+         const at::Device& device, Precision precision, const std::string& int8_calibration_text,
+         float int8_recheck_margin);
   // Runs the text through the model in fp32 with a recording alive; returns its token count.
   // Throws std::invalid_argument where the text cannot be prepared as a request.
   int64_t RecordInt8Calibration(const std::string& text, Int8Calibration* calibration);
-  std::vector<RequestLogits> Forward(const std::vector<const PreparedRequest*>& batch,
+  std::vector<RequestLogits> Forward(const QaModel& model,
+                                     const std::vector<const PreparedRequest*>& batch,
                                      const StopCheck& stop) const;
+  QaAnswer Decode(const PreparedRequest& r, const RequestLogits& logits) const;
+  // Checked int8: answers closer than recheck_margin_ computed again by reference_model_.
+  void Recheck(const std::vector<const PreparedRequest*>& batch,
+               std::vector<absl::StatusOr<QaAnswer>>* answers, const StopCheck& stop,
+               int64_t* rechecked) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   at::Device device_;
   TensorMap weights_;  // on device_
   std::unique_ptr<QaModel> model_;
+  std::unique_ptr<QaModel> reference_model_;  // fp32, where checked int8 is on
+  float recheck_margin_ = 0.0f;
   bool row_blocks_ = false;  // the layers' inference path runs in row blocks (memory estimate)
   Precision precision_;
   std::string precision_reason_;

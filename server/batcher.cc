@@ -277,6 +277,7 @@ void Batcher::WorkerLoop() {
       };
       Engine::BatchTiming batch_timing;
       auto answers = run_(requests, &batch_timing, stop);
+      if (batch_timing.rechecked > 0) metrics_->RecordInt8Rechecked(batch_timing.rechecked);
       const Clock::WallTime finished_wall = clock_->WallNow();
       for (size_t i = 0; i < batch.size(); ++i) {
         WorkTiming timing;

@@ -93,6 +93,9 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                            "Answers by type (no_answer, yes, no, short, long_only)");
   dropped_ = CounterFamily(r, "longqa_dropped_requests_total",
                            "Requests dropped before compute, by reason (deadline, cancelled)");
+  int8_rechecked_ = MakeCounter(
+      r, "longqa_int8_rechecked_requests_total",
+      "int8 answers that were close calls, computed again in fp32 (--int8_recheck_margin)");
   queue_requests_ = MakeGauge(r, "longqa_queue_requests", "Requests waiting in the batching queue");
   queue_tokens_ = MakeGauge(r, "longqa_queue_tokens", "Tokens waiting in the batching queue");
   in_flight_ = MakeGauge(r, "longqa_inflight_requests", "Requests accepted and not yet answered");
@@ -161,6 +164,10 @@ void ServerMetrics::RecordBatch(int64_t requests, int64_t tokens) {
 
 void ServerMetrics::RecordDropped(const std::string& reason) {
   dropped_->Add({{"reason", reason}}).Increment();
+}
+
+void ServerMetrics::RecordInt8Rechecked(int64_t requests) {
+  int8_rechecked_->Increment(static_cast<double>(requests));
 }
 
 void ServerMetrics::SetQueue(int64_t requests, int64_t tokens) {

@@ -33,6 +33,8 @@ class ServerMetrics {
   void RecordBatch(int64_t requests, int64_t tokens);
   // A request dropped before compute: reason is "deadline" or "cancelled".
   void RecordDropped(const std::string& reason);
+  // Requests of a batch whose int8 answers were close calls, computed again in fp32.
+  void RecordInt8Rechecked(int64_t requests);
   void SetQueue(int64_t requests, int64_t tokens);
   void AddInFlight(int64_t delta);
   void SetModelInfo(const std::string& name, const std::string& architecture,
@@ -60,6 +62,7 @@ class ServerMetrics {
   prometheus::Counter* tokens_processed_;
   prometheus::Family<prometheus::Counter>* answers_;
   prometheus::Family<prometheus::Counter>* dropped_;
+  prometheus::Counter* int8_rechecked_;
   prometheus::Gauge* queue_requests_;
   prometheus::Gauge* queue_tokens_;
   prometheus::Gauge* in_flight_;

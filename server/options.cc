@@ -1,5 +1,7 @@
 #include "server/options.h"
 
+#include <cmath>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 
@@ -19,6 +21,10 @@ ABSL_FLAG(std::string, precision, "auto",
           "fp32; bf16 (dense layers and attention GEMMs in bf16, residuals and LayerNorm in fp32: "
           "fast on CPUs with AVX512_BF16 or AMX, and on GPUs); or int8 (CPU: dense layers with "
           "int8 weights and dynamically quantised activations); docs/perf/README.md");
+ABSL_FLAG(double, int8_recheck_margin, 0.0,
+          "With --precision=int8 (or auto choosing it): an answer whose closest call (answer type, "
+          "paragraph or short span against its runner-up) is within this many logits is computed "
+          "again in fp32, so int8's rounding cannot tip it (docs/perf/README.md); 0: off");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
 ABSL_FLAG(int64_t, max_batch_tokens, 16384,
           "A batch closes when its requests hold this many tokens (question + document)");
@@ -75,6 +81,9 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (o.workers <= 0) return bad("workers", "must be positive");
   if (o.threads < 0) return bad("threads", "must not be negative");
+  if (!(o.int8_recheck_margin >= 0.0f) || std::isinf(o.int8_recheck_margin)) {
+    return bad("int8_recheck_margin", "must be a finite number of logits >= 0");
+  }
   if (o.max_document_bytes <= 0) return bad("max_document_bytes", "must be positive");
   if (o.max_document_tokens <= 0) return bad("max_document_tokens", "must be positive");
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
@@ -108,6 +117,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
     o.precision = *parsed;
   }
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.int8_recheck_margin = static_cast<float>(absl::GetFlag(FLAGS_int8_recheck_margin));
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);
   o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);

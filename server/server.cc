@@ -56,7 +56,8 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   }
   LONGQA_ASSIGN_OR_RETURN(
       s->engine_,
-      Engine::LoadFromDir(options.model_dir, {options.threads, options.device, options.precision}));
+      Engine::LoadFromDir(options.model_dir, {options.threads, options.device, options.precision,
+                                              options.int8_recheck_margin}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
   // What the math runs on; a BLAS forced below the CPU's speed is said every start.
   const ComputeInfo compute = DescribeCompute();
@@ -68,6 +69,10 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
               << "\n";
     if (!s->engine_->int8_calibration().empty()) {
       std::cerr << "longqa-server: int8 " << s->engine_->int8_calibration() << "\n";
+      if (s->engine_->int8_recheck_margin() > 0.0f) {
+        std::cerr << "longqa-server: int8 answers within " << s->engine_->int8_recheck_margin()
+                  << " logits of another are computed again in fp32\n";
+      }
     }
   }
   if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";

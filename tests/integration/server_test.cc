@@ -686,6 +686,32 @@ TEST(ServerOptionsTest, Int8AndBf16PrecisionsServeThroughTheirLayers) {
   }
 }
 
+TEST(ServerOptionsTest, CheckedInt8AnswersCloseCallsAsFp32DoesAndCountsThem) {
+  // --int8_recheck_margin far above any margin: every answer is a close call, computed again in
+  // fp32, so the response is fp32's to the bit and the counter has one per request.
+  ServerProcess fp32({"--model_dir=" + ModelDir()});
+  ServerProcess checked(
+      {"--model_dir=" + ModelDir(), "--precision=int8", "--int8_recheck_margin=1000"});
+  ASSERT_TRUE(fp32.ok()) << fp32.log();
+  ASSERT_TRUE(checked.ok()) << checked.log();
+  EXPECT_NE(checked.log().find("within 1000 logits of another are computed again in fp32"),
+            std::string::npos)
+      << checked.log();
+  const std::string counter = "longqa_int8_rechecked_requests_total";
+  const double before = Sample(Scrape(checked.metrics_port()), counter);  // the warm-up's
+  for (int i = 0; i < 3; ++i) {
+    const auto request = Request("kalo ruso", Document(3 + i, 30));
+    v1::AnswerResponse a, b;
+    ASSERT_TRUE(Call(*Stub(fp32.address()), request, &a).ok());
+    ASSERT_TRUE(Call(*Stub(checked.address()), request, &b).ok());
+    EXPECT_EQ(a.no_answer_score(), b.no_answer_score());
+    EXPECT_EQ(a.best_answer_score(), b.best_answer_score());
+    EXPECT_EQ(a.answer_type(), b.answer_type());
+  }
+  EXPECT_EQ(Sample(Scrape(checked.metrics_port()), counter) - before, 3);
+  EXPECT_EQ(Sample(Scrape(fp32.metrics_port()), counter), 0);
+}
+
 // The other attention families of the papers (neural clustering, clustered and improved clustered
 // attention: model/encoders/) served end to end, one model per layer type: each answers a
 // multi-window document through the whole server. (What the layers compute is checked against
@@ -724,6 +750,11 @@ TEST(ServerOptionsTest, BadFlagsAreRefusedAtStart) {
   EXPECT_NE(bad_precision.log().find("--precision must be auto, fp32, bf16 or int8"),
             std::string::npos)
       << bad_precision.log();
+  ServerProcess bad_margin({"--model_dir=" + ModelDir(), "--int8_recheck_margin=-0.5"});
+  EXPECT_FALSE(bad_margin.ok());
+  EXPECT_NE(bad_margin.log().find("--int8_recheck_margin must be a finite number of logits >= 0"),
+            std::string::npos)
+      << bad_margin.log();
   ServerProcess no_model({"--model_dir=/nonexistent"});
   EXPECT_FALSE(no_model.ok());
   EXPECT_NE(no_model.log().find("/nonexistent"), std::string::npos) << no_model.log();

@@ -83,6 +83,24 @@ TEST(DecodeSquadTest, NullThresholdMaxLengthAndNBest) {
   EXPECT_EQ(n.short_answers.size(), 3u);  // "alpha", "betagamma", "delta"
 }
 
+TEST(DecodeSquadTest, DecisionMarginIsTheClosestCallInLogProbabilities) {
+  // Best: window A's "alpha betagamma", p = (e^2 / (e^2 + 3))^2. Its runner-up with other bytes
+  // is also in window A ("alpha" alone, or "betagamma": e^2 / (e^2 + 3)^2), though A lists only
+  // its best (n_best 1): log ratio exactly 2. Window B's best is smaller (1 / (e^2 + 3)^2).
+  const QaAnswer a = DecodeSquadAnswer(Logits(), Doc(), kText, {});
+  ASSERT_EQ(a.type, AnswerType::kShort);
+  EXPECT_NEAR(a.decision_margin, 2.0f, 1e-5);
+  // Answer or not: log(best) - log(null) = 4, less the threshold.
+  EXPECT_NEAR(a.best_answer_score - a.no_answer_score, 4.0f, 1e-5);
+  DecodeOptions options;
+  options.null_threshold = 3.5f;
+  EXPECT_NEAR(DecodeSquadAnswer(Logits(), Doc(), kText, options).decision_margin, 0.5f, 1e-5);
+  options.null_threshold = 4.25f;  // no answer now, by 0.25
+  const QaAnswer none = DecodeSquadAnswer(Logits(), Doc(), kText, options);
+  EXPECT_EQ(none.type, AnswerType::kNoAnswer);
+  EXPECT_NEAR(none.decision_margin, 0.25f, 1e-5);
+}
+
 // "alpha\n\nbeta delta": a paragraph break between tokens 0 and 1. As in the pipeline the best
 // span may run across it (alpha..beta, e^8); the long answer is the paragraph where it starts, and
 // the n-best list keeps only spans starting there ("beta" and "delta" spans are left out).

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace longqa {
 namespace {
 
@@ -26,6 +28,61 @@ TEST(DecodeTest, ShortAnswerDropsTrailingPunctuationGluedToAPiece) {
   EXPECT_EQ(text.substr(a.short_answers[0].byte_begin,
                         a.short_answers[0].byte_end - a.short_answers[0].byte_begin),
             "1808");
+}
+
+// "Alpha beta.\n\nGamma delta.": two paragraphs, each a paragraph token and three pieces.
+const std::string kTwoParagraphs = "Alpha beta.\n\nGamma delta.";
+
+TokenizedDocument TwoParagraphs() {
+  TokenizedDocument doc;
+  doc.ids = {4, 10, 11, 12, 4, 13, 14, 12};
+  doc.spans = {{0, 0}, {0, 5}, {5, 10}, {10, 11}, {13, 13}, {13, 18}, {18, 24}, {24, 25}};
+  doc.token_paragraph = {0, 0, 0, 0, 1, 1, 1, 1};
+  doc.paragraph_bytes = {{0, 11}, {13, 25}};
+  doc.paragraph_token = {0, 4};
+  return doc;
+}
+
+// Type SHORT by 3 over NO_ANSWER (less the threshold) and by 3 over the other types; paragraph 0
+// by 0.75; its spans "Alpha beta" (4 + 5) and "beta" (1 + 5) by 3.
+RequestLogits CloseParagraphs() {
+  RequestLogits logits;
+  logits.type_logits = {0, 0, 0, 3, 0};
+  logits.start = {0, 4, 1, 0, 0, 0, 0, 0};
+  logits.end = {0, 0, 5, 0, 0, 0, 0, 0};
+  logits.long_score = {2, 0, 0, 0, 1.25f, 0, 0, 0};
+  return logits;
+}
+
+TEST(DecodeTest, DecisionMarginIsTheClosestCallTheAnswerRestsOn) {
+  const TokenizedDocument doc = TwoParagraphs();
+  RequestLogits logits = CloseParagraphs();
+  QaAnswer a = DecodeAnswer(logits, doc, kTwoParagraphs, {});
+  ASSERT_EQ(a.type, AnswerType::kShort);
+  ASSERT_EQ(a.short_answers.size(), 1u);
+  EXPECT_EQ(a.short_answers[0].byte_end, 10);
+  EXPECT_FLOAT_EQ(a.decision_margin, 0.75f);  // the paragraphs
+  logits.long_score[4] = -5;
+  EXPECT_FLOAT_EQ(DecodeAnswer(logits, doc, kTwoParagraphs, {}).decision_margin, 3.0f);
+  logits.start[2] = 3.5f;  // "beta" now 0.5 behind "Alpha beta"
+  EXPECT_FLOAT_EQ(DecodeAnswer(logits, doc, kTwoParagraphs, {}).decision_margin, 0.5f);
+  logits.type_logits[1] = 2.75f;  // YES 0.25 behind SHORT
+  EXPECT_FLOAT_EQ(DecodeAnswer(logits, doc, kTwoParagraphs, {}).decision_margin, 0.25f);
+  DecodeOptions options;
+  options.null_threshold = 2.9f;  // NO_ANSWER 0.1 behind
+  EXPECT_NEAR(DecodeAnswer(logits, doc, kTwoParagraphs, options).decision_margin, 0.1f, 1e-6);
+  // No answer by 1: the paragraphs' and spans' closeness no longer matter.
+  options.null_threshold = 4.0f;
+  logits.long_score[4] = 1.99f;
+  a = DecodeAnswer(logits, doc, kTwoParagraphs, options);
+  EXPECT_EQ(a.type, AnswerType::kNoAnswer);
+  EXPECT_FLOAT_EQ(a.decision_margin, 1.0f);
+}
+
+TEST(DecodeTest, SpanMarginSkipsRunnersUpWithTheBestOnesBytes) {
+  EXPECT_FLOAT_EQ(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8.5f}, {0, 6, 10, 7}}), 2.0f);
+  EXPECT_TRUE(std::isinf(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8}})));
+  EXPECT_TRUE(std::isinf(SpanMargin({})));
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -341,6 +343,92 @@ TEST(EngineTest, Int8LayersAreCalibratedOnTheTextGiven) {
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("int8 calibration text"), std::string::npos)
       << empty.status().message();
+}
+
+// Checked int8 (EngineOptions::int8_recheck_margin): answers whose closest call is within the
+// margin are computed again in fp32 and given as fp32 gives them; the others stay int8's.
+TEST(EngineTest, CheckedInt8ComputesCloseCallsAgainInFp32) {
+  if (!Int8LinearAvailable()) GTEST_FAIL() << "no int8 GEMM in this build";
+  const ModelConfig c = TinyConfig("SCS", 24, 16, 3);
+  const TensorMap w = SpreadWeights(c, 8);
+  auto engine = [&](Precision precision, float margin) {
+    EngineOptions options{2, "cpu", precision};
+    options.int8_recheck_margin = margin;
+    auto e = Engine::Create(c, w, TestTokenizer(), options);
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return std::move(*e);
+  };
+  const auto fp32 = engine(Precision::kFp32, 0), int8 = engine(Precision::kInt8, 0);
+  const auto all = engine(Precision::kInt8, 1e6f);
+  EXPECT_EQ(int8->int8_recheck_margin(), 0.0f);
+  EXPECT_EQ(all->int8_recheck_margin(), 1e6f);
+  EXPECT_EQ(engine(Precision::kFp32, 1.0f)->int8_recheck_margin(), 0.0f);  // not int8: no check
+  EngineOptions negative{2, "cpu", Precision::kInt8};
+  negative.int8_recheck_margin = -1.0f;
+  EXPECT_EQ(Engine::Create(c, w, TestTokenizer(), negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  std::vector<PreparedRequest> prepared;
+  for (int i = 0; i < 8; ++i) {
+    QaRequest r;
+    r.question = Words(4, 40 + i);
+    r.text = Document(2 + i % 4, 20 + 5 * i, 40 + i);
+    r.options.n_best = 2;
+    prepared.push_back(*fp32->Prepare(r));
+  }
+  std::vector<const PreparedRequest*> batch;
+  for (const auto& p : prepared) batch.push_back(&p);
+  auto same = [](const QaAnswer& a, const QaAnswer& b, float tolerance) {
+    EXPECT_EQ(a.type, b.type);
+    EXPECT_EQ(a.long_answer.paragraph_index, b.long_answer.paragraph_index);
+    EXPECT_NEAR(a.no_answer_score, b.no_answer_score, tolerance);
+    EXPECT_NEAR(a.decision_margin, b.decision_margin, tolerance);
+    ASSERT_EQ(a.short_answers.size(), b.short_answers.size());
+    for (size_t k = 0; k < a.short_answers.size(); ++k) {
+      EXPECT_EQ(a.short_answers[k].byte_begin, b.short_answers[k].byte_begin);
+      EXPECT_NEAR(a.short_answers[k].score, b.short_answers[k].score, tolerance);
+    }
+  };
+  Engine::BatchTiming timing;
+  const auto reference = fp32->Run(batch), plain = int8->Run(batch, &timing);
+  EXPECT_EQ(timing.rechecked, 0);
+  // Every answer within the margin: the batch is fp32's, to the bit.
+  const auto checked_all = all->Run(batch, &timing);
+  EXPECT_EQ(timing.rechecked, 8);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    ASSERT_TRUE(reference[i].ok() && plain[i].ok() && checked_all[i].ok());
+    same(*checked_all[i], *reference[i], 0.0f);
+  }
+  // A margin between int8's: those below it are fp32's answers (computed in a smaller batch:
+  // equal within float rounding), the others int8's to the bit.
+  std::vector<float> margins;
+  for (const auto& a : plain) margins.push_back(a->decision_margin);
+  std::vector<float> sorted = margins;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_LT(sorted[3], sorted[4]);
+  ASSERT_TRUE(std::isfinite(sorted[4]));
+  const auto some = engine(Precision::kInt8, (sorted[3] + sorted[4]) / 2);
+  const auto checked_some = some->Run(batch, &timing);
+  EXPECT_EQ(timing.rechecked, 4);
+  int rechecked = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    ASSERT_TRUE(checked_some[i].ok());
+    if (margins[i] <= sorted[3]) {
+      ++rechecked;
+      same(*checked_some[i], *reference[i], 1e-4f);
+    } else {
+      same(*checked_some[i], *plain[i], 0.0f);
+    }
+  }
+  EXPECT_EQ(rechecked, 4);
+  // int8's rounding moved the answers at all (else the test above could not tell them apart).
+  bool moved = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    moved |= plain[i]->no_answer_score != reference[i]->no_answer_score;
+  }
+  EXPECT_TRUE(moved);
 }
 
 TEST(EngineTest, LoadsAModelFolderAndAnswersLikeTheInMemoryModel) {

@@ -28,6 +28,7 @@ makes it): .venv/bin/python bench/results/int8_fidelity/int8_error_sources.py
 """
 import json
 import math
+import sys
 
 import torch
 from safetensors.torch import load_file
@@ -143,8 +144,17 @@ def gptq_s8(w, hessian, damp=0.01):
 
 
 def quantised(weights=s8_rows, activations=u8_rows, outliers=0, calibrated=False, smooth=None,
-              gptq=False):
+              gptq=False, groups=1):
+    """groups > 1: the kept columns, sorted by their calibrated maxima, split into that many
+    groups of equal count, each row of each group on a u8 grid of its own (the GEMM's depth split,
+    not repeated: the same multiply-adds)."""
     cache = {}
+
+    def grouped_activations(rows, column_max):
+        out = torch.empty_like(rows)
+        for group in column_max.argsort().chunk(groups):
+            out[:, group] = activations(rows[:, group])
+        return out
 
     def linear(x, name, w, b):
         rows = x.reshape(-1, x.shape[-1])
@@ -171,14 +181,38 @@ def quantised(weights=s8_rows, activations=u8_rows, outliers=0, calibrated=False
                            + block[:, ~keep] @ w[:, ~keep].t())
             y = torch.cat(out)
         else:
-            y = activations(rows[:, keep]) @ wq.t() + rows[:, ~keep] @ w[:, ~keep].t()
+            xq = (grouped_activations(rows[:, keep], COLUMN_MAX[name][keep]) if groups > 1
+                  else activations(rows[:, keep]))
+            y = xq @ wq.t() + rows[:, ~keep] @ w[:, ~keep].t()
         return y.view(*x.shape[:-1], -1) + b
 
     return linear
 
 
+def mixed(kinds, other, int8):
+    """Layers of the `kinds` named (their names after "encoder.layer.<i>.") run `other`; the rest
+    `int8`."""
+    def linear(x, name, w, b):
+        return (other if name.split(".", 3)[3] in kinds else int8)(x, name, w, b)
+
+    return linear
+
+
+def mixed_layer(index, other, int8):
+    """Layer `index`'s dense layers run `other`; the rest `int8`."""
+    def linear(x, name, w, b):
+        return (other if name.startswith(f"encoder.layer.{index}.") else int8)(x, name, w, b)
+
+    return linear
+
+
+def bf16_linear(x, name, w, b):
+    return bf16(x) @ bf16(w).t() + b
+
+
+CALIBRATED = quantised(outliers=8, calibrated=True, gptq=True)
 VARIANTS = [
-    ("bf16", lambda x, name, w, b: bf16(x) @ bf16(w).t() + b),
+    ("bf16", bf16_linear),
     ("int8 (longqa today)", quantised()),
     ("int8, weights only", quantised(activations=lambda x: x)),
     ("int8, activations only", quantised(weights=lambda w: w)),
@@ -189,8 +223,24 @@ VARIANTS = [
     ("SmoothQuant a=0.5", quantised(smooth=0.5)),
     ("GPTQ weights", quantised(gptq=True)),
     ("GPTQ weights, weights only", quantised(activations=lambda x: x, gptq=True)),
-    ("GPTQ + calibrated outliers 8", quantised(outliers=8, calibrated=True, gptq=True)),
-]
+    ("GPTQ + calibrated outliers 8", CALIBRATED),
+    # Mixed: one kind of layer in bf16 (or fp32), the rest as the line above (session 36).
+    ("  ffn2 in bf16", mixed(("output.dense",), bf16_linear, CALIBRATED)),
+    ("  ffn2 in fp32", mixed(("output.dense",), fp32_linear, CALIBRATED)),
+    ("  ffn1 in bf16", mixed(("intermediate.dense",), bf16_linear, CALIBRATED)),
+    ("  q, k, v in bf16", mixed(("attention.self.query", "attention.self.key", "attention.self.value"), bf16_linear, CALIBRATED)),
+    ("  attention out in bf16", mixed(("attention.output.dense",), bf16_linear, CALIBRATED)),
+    ("  weights only", quantised(activations=lambda x: x, outliers=8, calibrated=True,
+                                 gptq=True)),
+    ("  activations only", quantised(weights=lambda w: w, outliers=8, calibrated=True)),
+    ("  activations in 2 column groups", quantised(outliers=8, calibrated=True, gptq=True,
+                                                   groups=2)),
+    ("  activations in 4 column groups", quantised(outliers=8, calibrated=True, gptq=True,
+                                                   groups=4)),
+] + [(f"  layer {i} in bf16", mixed_layer(i, bf16_linear, CALIBRATED)) for i in range(6)]
+# Optional arguments: only the variants whose names contain one of them (bf16 always, as the base).
+VARIANTS = [v for v in VARIANTS
+            if v[0] == "bf16" or len(sys.argv) < 2 or any(a in v[0] for a in sys.argv[1:])]
 
 batch = windows_of(EXAMPLES[:8])
 valid = batch[2].bool()
