@@ -83,7 +83,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::FailedPreconditionError(
         "precision int8 needs LibTorch's oneDNN quantized engine, which this build lacks");
   }
-  if (!(options.int8_recheck_margin >= 0.0f) || std::isinf(options.int8_recheck_margin)) {
+  const float recheck_margin =
+      options.int8_recheck_margin.value_or(static_cast<float>(config.int8_recheck_margin));
+  if (!(recheck_margin >= 0.0f) || std::isinf(recheck_margin)) {
     return absl::InvalidArgumentError("int8_recheck_margin must be a finite number >= 0");
   }
   PrecisionChoice choice;
@@ -96,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
   try {
     std::unique_ptr<Engine> engine(new Engine(config, weights, std::move(tokenizer), device,
                                               choice.precision, int8_calibration_text,
-                                              options.int8_recheck_margin));
+                                              recheck_margin));
     engine->precision_reason_ = choice.reason;
     return engine;
   } catch (const std::exception& e) {

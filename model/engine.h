@@ -47,8 +47,8 @@ struct EngineOptions {
   std::optional<Precision> precision = Precision::kFp32;
   // Checked int8: an answer whose decision_margin (model/decode.h) is below this many logits is
   // computed again in fp32 and that answer given, so int8's rounding noise cannot tip a close call.
-  // 0: off. Only where the precision is int8.
-  float int8_recheck_margin = 0.0f;
+  // 0: off; unset: the model's config.json int8_recheck_margin. Only where the precision is int8.
+  std::optional<float> int8_recheck_margin = std::nullopt;
 };
 
 // "cpu" or "cuda[:N]" as a device: INVALID_ARGUMENT for a name LibTorch does not know,

@@ -21,10 +21,11 @@ ABSL_FLAG(std::string, precision, "auto",
           "fp32; bf16 (dense layers and attention GEMMs in bf16, residuals and LayerNorm in fp32: "
           "fast on CPUs with AVX512_BF16 or AMX, and on GPUs); or int8 (CPU: dense layers with "
           "int8 weights and dynamically quantised activations); docs/perf/README.md");
-ABSL_FLAG(double, int8_recheck_margin, 0.0,
+ABSL_FLAG(std::optional<double>, int8_recheck_margin, std::nullopt,
           "With --precision=int8 (or auto choosing it): an answer whose closest call (answer type, "
           "paragraph or short span against its runner-up) is within this many logits is computed "
-          "again in fp32, so int8's rounding cannot tip it (docs/perf/README.md); 0: off");
+          "again in fp32, so int8's rounding cannot tip it (docs/perf/README.md); 0: off; unset: "
+          "the model folder's int8_recheck_margin (docs/model-format.md)");
 ABSL_FLAG(int, threads, 0, "Intra-op CPU threads for the model; 0 = all CPUs");
 ABSL_FLAG(int64_t, max_batch_tokens, 16384,
           "A batch closes when its requests hold this many tokens (question + document)");
@@ -81,7 +82,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (o.workers <= 0) return bad("workers", "must be positive");
   if (o.threads < 0) return bad("threads", "must not be negative");
-  if (!(o.int8_recheck_margin >= 0.0f) || std::isinf(o.int8_recheck_margin)) {
+  if (o.int8_recheck_margin &&
+      (!(*o.int8_recheck_margin >= 0.0f) || std::isinf(*o.int8_recheck_margin))) {
     return bad("int8_recheck_margin", "must be a finite number of logits >= 0");
   }
   if (o.max_document_bytes <= 0) return bad("max_document_bytes", "must be positive");
@@ -117,7 +119,9 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
     o.precision = *parsed;
   }
   o.threads = absl::GetFlag(FLAGS_threads);
-  o.int8_recheck_margin = static_cast<float>(absl::GetFlag(FLAGS_int8_recheck_margin));
+  if (const std::optional<double> margin = absl::GetFlag(FLAGS_int8_recheck_margin)) {
+    o.int8_recheck_margin = static_cast<float>(*margin);
+  }
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_delay_ms = absl::GetFlag(FLAGS_max_batch_delay_ms);
   o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);

@@ -19,8 +19,9 @@ struct ServerOptions {
   std::string device = "cpu";
   std::optional<Precision> precision;  // unset: auto (model/precision_choice.h)
   int threads = 0;                     // intra-op threads; 0 = all CPUs
-  // int8 answers closer than this (logits) are computed again in fp32 (EngineOptions); 0: off.
-  float int8_recheck_margin = 0.0f;
+  // int8 answers closer than this (logits) are computed again in fp32 (EngineOptions); 0: off;
+  // unset: the model folder's config.json int8_recheck_margin.
+  std::optional<float> int8_recheck_margin = std::nullopt;
   // Batching: a batch closes at max_batch_tokens or max_batch_delay_ms after its oldest request.
   int64_t max_batch_tokens = 16384;
   int64_t max_batch_delay_ms = 5;

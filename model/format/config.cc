@@ -140,6 +140,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
+  if (!(c.int8_recheck_margin >= 0) || std::isinf(c.int8_recheck_margin)) {
+    return bad("int8_recheck_margin", "must be a finite number >= 0");
+  }
   for (const absl::string_view name : absl::StrSplit(c.default_precision, ',')) {
     if (name != "fp32" && name != "bf16" && name != "int8") {
       return bad("default_precision",
@@ -250,6 +253,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "default_precision", &c.default_precision, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "int8_recheck_margin", &c.int8_recheck_margin, false));
   std::string qa_format = QaFormatName(c.qa_format);
   LONGQA_RETURN_IF_ERROR(Read(j, "qa_format", &qa_format, false));
   if (!ParseQaFormat(qa_format, &c.qa_format)) {
@@ -318,6 +322,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["answer_type_pooling"] = c.answer_type_pooling;
   j["null_threshold"] = c.null_threshold;
   j["default_precision"] = c.default_precision;
+  j["int8_recheck_margin"] = c.int8_recheck_margin;
   j["qa_format"] = QaFormatName(c.qa_format);
   j["tokenizer"] = c.tokenizer;
   j["untrained_heads"] = c.untrained_heads;

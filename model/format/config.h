@@ -98,6 +98,11 @@ struct ModelConfig {
   // its answers at that precision were measured against fp32 on its dev set
   // (bench/precision_answers.sh).
   std::string default_precision = "fp32";
+  // Checked int8's default margin (EngineOptions::int8_recheck_margin), in the heads' logits: where
+  // the server runs the model in int8, answers whose closest call is within it are computed again
+  // in fp32. Chosen with the int8 noise of this model measured on its dev set
+  // (bench/int8_recheck.sh); 0: off.
+  double int8_recheck_margin = 0.0;
   SpecialTokens special;
   EtcConfig etc;
   ClusteredAttentionConfig clustered;  // config.json "clustered_attention"

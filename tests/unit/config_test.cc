@@ -27,7 +27,9 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_TRUE(parsed->untrained_heads.empty());
   EXPECT_EQ(parsed->null_threshold, 0.0);
   EXPECT_EQ(parsed->default_precision, "fp32");
+  EXPECT_EQ(parsed->int8_recheck_margin, 0.0);
   c.null_threshold = -1.25;
+  c.int8_recheck_margin = 0.375;
   c.default_precision = "bf16,int8";  // a list in order of preference
   c.tokenizer = "tokenizer.json";
   c.untrained_heads = {"long_answer", "answer_type"};
@@ -37,6 +39,7 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->untrained_heads, c.untrained_heads);
   EXPECT_EQ(parsed->null_threshold, -1.25);
   EXPECT_EQ(parsed->default_precision, "bf16,int8");
+  EXPECT_EQ(parsed->int8_recheck_margin, 0.375);
 }
 
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
@@ -99,6 +102,8 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"default_precision", "fp16"},
       {"default_precision", "bf16,fp16"},
       {"default_precision", "bf16,"},
+      {"int8_recheck_margin", -0.25},
+      {"int8_recheck_margin", "wide"},
       // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
       {"hidden_size", 4.4e30},
       {"hidden_size", 16.0},

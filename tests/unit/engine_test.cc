@@ -351,18 +351,22 @@ TEST(EngineTest, CheckedInt8ComputesCloseCallsAgainInFp32) {
   if (!Int8LinearAvailable()) GTEST_FAIL() << "no int8 GEMM in this build";
   const ModelConfig c = TinyConfig("SCS", 24, 16, 3);
   const TensorMap w = SpreadWeights(c, 8);
-  auto engine = [&](Precision precision, float margin) {
+  auto engine = [&](Precision precision, std::optional<float> margin, const ModelConfig& config) {
     EngineOptions options{2, "cpu", precision};
     options.int8_recheck_margin = margin;
-    auto e = Engine::Create(c, w, TestTokenizer(), options);
+    auto e = Engine::Create(config, w, TestTokenizer(), options);
     EXPECT_TRUE(e.ok()) << e.status().message();
     return std::move(*e);
   };
-  const auto fp32 = engine(Precision::kFp32, 0), int8 = engine(Precision::kInt8, 0);
-  const auto all = engine(Precision::kInt8, 1e6f);
+  // The model's config.json value where the options leave it unset; the options' where set.
+  ModelConfig checked_model = c;
+  checked_model.int8_recheck_margin = 1e6;
+  const auto fp32 = engine(Precision::kFp32, 0, c), int8 = engine(Precision::kInt8, {}, c);
+  const auto all = engine(Precision::kInt8, {}, checked_model);
   EXPECT_EQ(int8->int8_recheck_margin(), 0.0f);
   EXPECT_EQ(all->int8_recheck_margin(), 1e6f);
-  EXPECT_EQ(engine(Precision::kFp32, 1.0f)->int8_recheck_margin(), 0.0f);  // not int8: no check
+  EXPECT_EQ(engine(Precision::kInt8, 0, checked_model)->int8_recheck_margin(), 0.0f);
+  EXPECT_EQ(engine(Precision::kFp32, 1, c)->int8_recheck_margin(), 0.0f);  // not int8: no check
   EngineOptions negative{2, "cpu", Precision::kInt8};
   negative.int8_recheck_margin = -1.0f;
   EXPECT_EQ(Engine::Create(c, w, TestTokenizer(), negative).status().code(),
@@ -408,7 +412,7 @@ TEST(EngineTest, CheckedInt8ComputesCloseCallsAgainInFp32) {
   std::sort(sorted.begin(), sorted.end());
   ASSERT_LT(sorted[3], sorted[4]);
   ASSERT_TRUE(std::isfinite(sorted[4]));
-  const auto some = engine(Precision::kInt8, (sorted[3] + sorted[4]) / 2);
+  const auto some = engine(Precision::kInt8, (sorted[3] + sorted[4]) / 2, c);
   const auto checked_some = some->Run(batch, &timing);
   EXPECT_EQ(timing.rechecked, 4);
   int rechecked = 0;
