@@ -8,12 +8,12 @@
 #include <new>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/rate_limited_log.h"
 #include "base/status_macros.h"
 #include "model/compute_info.h"
+#include "model/cpu_quota.h"
 #include "model/decode_squad.h"
 #include "model/encoders/int8_linear.h"
 #include "model/encoders/transformer_layer.h"
@@ -71,10 +71,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                                                        const std::string& int8_calibration_text) {
   LONGQA_RETURN_IF_ERROR(ValidateModelConfig(config));
   LONGQA_ASSIGN_OR_RETURN(const at::Device device, ParseDevice(options.device));
-  // LibTorch starts with one intra-op thread on some machines: set it explicitly.
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // LibTorch starts with one intra-op thread on some machines: set it explicitly, by default to
+  // the CPUs this process may use (its affinity and cgroup quota, not the host's count).
+  const int threads = options.threads > 0 ? options.threads : ThisProcessCpuQuota().usable_cpus;
   at::set_num_threads(threads);
   if (options.precision == Precision::kInt8 && !device.is_cpu()) {
     return absl::InvalidArgumentError("precision int8 runs on the CPU only");
@@ -236,6 +235,10 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
                                                   const StopCheck& stop) const {
   std::vector<absl::StatusOr<QaAnswer>> answers;
   if (batch.empty()) return answers;
+  // A batcher worker is a thread LibTorch has not run on: give its OpenMP team the engine's thread
+  // count now, as LibTorch's first parallel loop would, before oneDNN (which reads the thread's
+  // own count) computes anything on it.
+  at::internal::lazy_init_num_threads();
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<RequestLogits> logits;

@@ -40,7 +40,7 @@ struct PreparedRequest {
 };
 
 struct EngineOptions {
-  int threads = 0;             // intra-op threads; 0 = all CPUs
+  int threads = 0;             // intra-op threads; 0 = the CPUs this process may use
   std::string device = "cpu";  // "cpu" or "cuda[:N]"
   // kInt8: CPU only (model/encoders/int8_linear.h). Unset ("auto"): the model's default_precision
   // where the device runs it natively, else fp32 (model/precision_choice.h).

@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "base/version.h"
 #include "model/compute_info.h"
+#include "model/cpu_quota.h"
 #include "server/memory_budget.h"
 
 namespace longqa {
@@ -54,15 +55,20 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
         metrics->registry(), [metrics] { metrics->RefreshProcessGauges(); });
     LONGQA_RETURN_IF_ERROR(s->metrics_endpoint_->Start(options.metrics_listen));
   }
+  // Each worker runs its batches on its share of the CPUs this process may use.
+  const CpuQuota cpus = ThisProcessCpuQuota();
+  const int threads = ThreadsPerWorker(options.threads, options.workers, cpus.usable_cpus);
   LONGQA_ASSIGN_OR_RETURN(
       s->engine_,
-      Engine::LoadFromDir(options.model_dir, {options.threads, options.device, options.precision,
+      Engine::LoadFromDir(options.model_dir, {threads, options.device, options.precision,
                                               options.int8_recheck_margin}));
   LONGQA_RETURN_IF_ERROR(WarmUp(*s->engine_));
   // What the math runs on; a BLAS forced below the CPU's speed is said every start.
   const ComputeInfo compute = DescribeCompute();
   if (options.log_level == "info") {
     std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n"
+              << "longqa-server: " << options.workers << " worker(s) x " << threads
+              << " thread(s) on " << cpus.description << "\n"
               << "longqa-server: precision " << PrecisionName(s->engine_->precision())
               << (options.precision ? " (--precision)"
                                     : " (auto: " + s->engine_->precision_reason() + ")")
@@ -76,6 +82,10 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
     }
   }
   if (!compute.warning.empty()) std::cerr << "longqa-server: WARNING: " << compute.warning << "\n";
+  if (const std::string w = OversubscriptionWarning(options.workers, threads, cpus.usable_cpus);
+      !w.empty()) {
+    std::cerr << "longqa-server: WARNING: " << w << "\n";
+  }
   if (s->engine_->precision() == Precision::kBf16 && s->engine_->device().is_cpu()) {
     const std::string bf16 = Bf16Warning(compute.isa);
     if (!bf16.empty()) std::cerr << "longqa-server: WARNING: " << bf16 << "\n";

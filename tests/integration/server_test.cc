@@ -23,6 +23,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "longqa/v1/qa.grpc.pb.h"
+#include "model/cpu_quota.h"
 #include "model/engine.h"
 #include "model/format/safetensors.h"
 #include "server/http_api.h"
@@ -661,6 +662,40 @@ TEST(ServerOptionsTest, UntrainedHeadsAreNamedInAWarningAtStart) {
   EXPECT_EQ(plain.log().find("WARNING: head"), std::string::npos) << plain.log();
   // Every start says what the math runs on (model/compute_info.h).
   EXPECT_NE(plain.log().find("longqa-server: BLAS core "), std::string::npos) << plain.log();
+}
+
+TEST(ServerOptionsTest, WorkersShareTheUsableCpusAndOversubscriptionIsWarned) {
+  // --threads left at 0: each of the --workers gets its share of the CPUs this process may use
+  // (model/cpu_quota.h; the cgroup reading is tested in tests/unit/cpu_quota_test.cc), and the
+  // workers answer side by side.
+  const int usable = ThisProcessCpuQuota().usable_cpus;
+  const int share = std::max(1, usable / 2);
+  ServerProcess shared({"--model_dir=" + ModelDir(), "--workers=2"});
+  ASSERT_TRUE(shared.ok()) << shared.log();
+  EXPECT_NE(shared.log().find("2 worker(s) x " + std::to_string(share) + " thread(s) on " +
+                              std::to_string(usable) + " CPU"),
+            std::string::npos)
+      << shared.log();
+  EXPECT_NE(shared.log().find(", " + std::to_string(share) + " threads, oneDNN"), std::string::npos)
+      << shared.log();
+  EXPECT_EQ(shared.log().find("WARNING: 2 worker(s)"), std::string::npos) << shared.log();
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 4; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      v1::AnswerResponse r;
+      return Call(*Stub(shared.address()), Request("kalo ruso", Document(3 + i, 30)), &r);
+    }));
+  }
+  for (auto& call : calls) EXPECT_TRUE(call.get().ok());
+  // Every worker given all the CPUs: said at start, still serves.
+  ServerProcess over(
+      {"--model_dir=" + ModelDir(), "--workers=2", "--threads=" + std::to_string(usable)});
+  ASSERT_TRUE(over.ok()) << over.log();
+  const std::string warning = "WARNING: 2 worker(s) x " + std::to_string(usable) +
+                              " thread(s) on " + std::to_string(usable) + " usable CPU(s)";
+  EXPECT_NE(over.log().find(warning), std::string::npos) << over.log();
+  v1::AnswerResponse r;
+  EXPECT_TRUE(Call(*Stub(over.address()), Request("kalo", "text"), &r).ok());
 }
 
 TEST(ServerOptionsTest, Int8AndBf16PrecisionsServeThroughTheirLayers) {

@@ -1,0 +1,123 @@
+// The default thread count: the CPUs this process may use, read from a fake /proc and cgroup tree
+// (v2 cpu.max, v1 cfs quota, this process's own cgroup before the mount's root), and shared out
+// among the server's workers.
+#include "model/cpu_quota.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace longqa {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeRoot {
+ public:
+  FakeRoot() : root_(fs::temp_directory_path() / ("longqa_cpus_" + std::to_string(getpid()))) {
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "proc/self");
+    fs::create_directories(root_ / "sys/fs/cgroup");
+  }
+  ~FakeRoot() { fs::remove_all(root_); }
+  void Write(const std::string& path, const std::string& text) {
+    fs::create_directories((root_ / path).parent_path());
+    std::ofstream(root_ / path) << text;
+  }
+  std::string path() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+TEST(CpuQuotaTest, TheAffinityMaskWithoutAQuota) {
+  FakeRoot root;
+  CpuQuota q = ReadCpuQuota(8, root.path());  // no cgroup files at all
+  EXPECT_EQ(q.usable_cpus, 8);
+  EXPECT_EQ(q.quota_cpus, 0);
+  EXPECT_EQ(q.description, "8 CPUs");
+  root.Write("proc/self/cgroup", "0::/\n");
+  root.Write("sys/fs/cgroup/cpu.max", "max 100000\n");
+  EXPECT_EQ(ReadCpuQuota(8, root.path()).usable_cpus, 8);
+  root.Write("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");  // v1's "no limit"
+  root.Write("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(ReadCpuQuota(8, root.path()).usable_cpus, 8);
+  EXPECT_EQ(ReadCpuQuota(0, root.path()).usable_cpus, 1);  // an unreadable mask counts one
+}
+
+TEST(CpuQuotaTest, ACgroupV2QuotaRoundedDownAndNeverAboveTheMask) {
+  FakeRoot root;
+  root.Write("proc/self/cgroup", "0::/\n");
+  root.Write("sys/fs/cgroup/cpu.max", "200000 100000\n");  // Kubernetes' limits.cpu: "2"
+  CpuQuota q = ReadCpuQuota(64, root.path());
+  EXPECT_EQ(q.usable_cpus, 2);
+  EXPECT_DOUBLE_EQ(q.quota_cpus, 2.0);
+  EXPECT_EQ(q.description, "2 CPUs (cgroup quota 2 of 64)");
+  root.Write("sys/fs/cgroup/cpu.max", "250000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(64, root.path()).usable_cpus, 2);  // 2.5 CPUs: two threads, not three
+  root.Write("sys/fs/cgroup/cpu.max", "50000 100000\n");
+  q = ReadCpuQuota(64, root.path());
+  EXPECT_EQ(q.usable_cpus, 1);  // half a CPU: still one thread
+  EXPECT_EQ(q.description, "1 CPU (cgroup quota 0.5 of 64)");
+  root.Write("sys/fs/cgroup/cpu.max", "800000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(4, root.path()).usable_cpus, 4);  // taskset to 4 of a quota of 8
+}
+
+TEST(CpuQuotaTest, ThisProcessesOwnCgroupBeforeTheMountsRoot) {
+  FakeRoot root;
+  root.Write("proc/self/cgroup", "0::/system.slice/longqa.service\n");
+  root.Write("sys/fs/cgroup/system.slice/longqa.service/cpu.max", "300000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 3);
+  // Inside a container /proc/self/cgroup may name the host's path, which is not mounted there.
+  root.Write("proc/self/cgroup", "0::/kubepods/pod1/abc\n");
+  root.Write("sys/fs/cgroup/cpu.max", "400000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 4);
+}
+
+TEST(CpuQuotaTest, ACgroupV1CfsQuota) {
+  FakeRoot root;
+  root.Write("proc/self/cgroup", "4:cpu,cpuacct:/docker/abc\n3:memory:/docker/abc\n0::/\n");
+  root.Write("sys/fs/cgroup/cpu/docker/abc/cpu.cfs_quota_us", "150000\n");
+  root.Write("sys/fs/cgroup/cpu/docker/abc/cpu.cfs_period_us", "50000\n");
+  EXPECT_EQ(ReadCpuQuota(32, root.path()).usable_cpus, 3);
+  fs::remove_all(fs::path(root.path()) / "sys/fs/cgroup/cpu/docker");
+  root.Write("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "600000\n");  // the container's own mount
+  root.Write("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(ReadCpuQuota(32, root.path()).usable_cpus, 6);
+}
+
+TEST(CpuQuotaTest, NonsenseInTheFilesMeansNoQuota) {
+  FakeRoot root;
+  root.Write("proc/self/cgroup", "garbage\n0::/\n");
+  for (const char* text : {"", "abc 100000\n", "200000\n", "200000 0\n", "-5 100000\n"}) {
+    root.Write("sys/fs/cgroup/cpu.max", text);
+    EXPECT_EQ(ReadCpuQuota(6, root.path()).usable_cpus, 6) << "cpu.max: '" << text << "'";
+  }
+}
+
+TEST(CpuQuotaTest, ThisProcessHasAtLeastOneCpu) {
+  const CpuQuota q = ThisProcessCpuQuota();
+  EXPECT_GE(q.usable_cpus, 1);
+  EXPECT_LE(q.usable_cpus, q.affinity_cpus);
+}
+
+TEST(CpuQuotaTest, WorkersShareTheCpusUnlessThreadsAreSet) {
+  EXPECT_EQ(ThreadsPerWorker(0, 1, 8), 8);
+  EXPECT_EQ(ThreadsPerWorker(0, 2, 8), 4);
+  EXPECT_EQ(ThreadsPerWorker(0, 3, 8), 2);
+  EXPECT_EQ(ThreadsPerWorker(0, 4, 2), 1);  // more workers than CPUs: one thread each
+  EXPECT_EQ(ThreadsPerWorker(3, 2, 2), 3);  // the flag as given
+}
+
+TEST(CpuQuotaTest, WarnsWhenWorkersTimesThreadsExceedTheCpus) {
+  EXPECT_EQ(OversubscriptionWarning(1, 2, 2), "");
+  EXPECT_EQ(OversubscriptionWarning(2, 1, 2), "");
+  const std::string w = OversubscriptionWarning(2, 2, 2);
+  EXPECT_NE(w.find("2 worker(s) x 2 thread(s) on 2 usable CPU(s)"), std::string::npos) << w;
+  EXPECT_NE(OversubscriptionWarning(1, 4, 2), "");
+}
+
+}  // namespace
+}  // namespace longqa
