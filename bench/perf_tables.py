@@ -78,12 +78,19 @@ def qa_rows(logs):
     out = []
     for line in read(os.path.join(logs, "qa.txt")):
         m = re.match(r"^(transformers-pipeline|longqa-server\S*)\s+(\d+)\s+(\d+)\s+([\d.]+)"
-                     r"\s+(\d+)\s+same best span (\d+)/(\d+)", line)
-        if m:
+                     r"\s+(\d+)\s+same best span (\d+)/(\d+)(?:\s+([\d.]+)x the pipeline)?", line)
+        if m:  # (runs before session 37 printed no ratio: it is then the medians' quotient)
             out.append({"system": m.group(1), "documents": int(m.group(2)),
                         "tokens": int(m.group(3)), "seconds": float(m.group(4)),
                         "tokens_per_s": float(m.group(5)),
-                        "same_best_span": f"{m.group(6)}/{m.group(7)}"})
+                        "same_best_span": f"{m.group(6)}/{m.group(7)}",
+                        "vs_pipeline": float(m.group(8)) if m.group(8) else None})
+    pipeline = next((r for r in out if r["system"] == "transformers-pipeline"), None)
+    for r in out:
+        if r is pipeline:
+            r["vs_pipeline"] = ""
+        elif r["vs_pipeline"] is None and pipeline:
+            r["vs_pipeline"] = round(pipeline["seconds"] / r["seconds"], 2)
     return out
 
 
@@ -244,7 +251,7 @@ def main():
     if qa:
         sections.append("### longqa-server against the transformers QA pipeline\n\n"
                         + markdown(qa, ["system", "documents", "tokens", "seconds",
-                                        "tokens_per_s", "same_best_span"]))
+                                        "tokens_per_s", "same_best_span", "vs_pipeline"]))
     if server:
         sections.append("### Server\n\n" + markdown(server, [
             "words", "clients", "batching", "requests_per_s", "p50_ms", "p99_ms", "queue_ms",

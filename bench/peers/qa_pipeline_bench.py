@@ -5,9 +5,12 @@ best span), converted by tools/import_hf.py with windows of 256 context tokens a
 224; the pipeline gets max_seq_len = question + 3 + 256 and doc_stride = 32 (its overlap), so both
 run the same windows. Documents: runs of paragraphs of /usr/share/common-licenses of about
 --tokens MiniLM tokens. Each document is asked once of each, one at a time (no batching across
-documents), the server over its HTTP API. Prints one row per system: documents, context tokens,
-seconds, tokens/s, and how many best spans agree with the pipeline's; one server row for each of
---precisions (fp32,bf16: the bf16 server against the same fp32 pipeline).
+documents), the server over its HTTP API. Rounds alternate the systems (the pipeline, then each
+server), so that the machine's drift over minutes (25% on these machines) moves every system of a
+round alike; a server's ratio to the pipeline is the median of its rounds' ratios. Prints one row
+per system: documents, context tokens, median seconds, tokens/s, how many best spans agree with
+the pipeline's and, for a server, that ratio; one server row for each of --precisions
+(fp32,bf16: the bf16 server against the same fp32 pipeline).
 
 Runs in the test venv (.venv). Usage:
   qa_pipeline_bench.py [--build build] [--tokens 8192] [--documents 4] [--threads 2]
@@ -82,15 +85,16 @@ def ask(port, question, text):
     return int(best["byteBegin"]), int(best["byteEnd"])  # proto3 JSON: 64-bit ints as strings
 
 
-def median_round(run, rounds):
-    """Seconds of the median of `rounds` calls of run(), and that call's result."""
-    timed = []
-    for _ in range(max(1, rounds)):
-        start = time.perf_counter()
-        result = run()
-        timed.append((time.perf_counter() - start, result))
-    timed.sort(key=lambda t: t[0])
-    return timed[len(timed) // 2]
+def timed(run):
+    """Seconds of one call of run(), and its result."""
+    start = time.perf_counter()
+    result = run()
+    return time.perf_counter() - start, result
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
 
 
 def main():
@@ -101,9 +105,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precisions", default="fp32", help="the server's, comma-separated")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="each system asks the documents this many times; the median "
-                             "round's time is reported (this machine's noise moved single "
-                             "rounds by 25%%)")
+                        help="rounds, each asking every system the documents once; medians "
+                             "are reported (this machine's noise moved single rounds by 25%%)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(5)
@@ -134,28 +137,38 @@ def main():
                 found.append((len(text[:ref["start"]].encode()), len(text[:ref["end"]].encode())))
             return found
 
-        pipeline_s, spans = median_round(ask_pipeline, args.rounds)
-        print(f"qa pipeline: MiniLM + random QA head, windows {WINDOW}/{STRIDE}, {len(docs)} "
-              f"documents of ~{args.tokens} tokens, {args.threads} threads, median of "
-              f"{args.rounds} rounds", flush=True)
-        print(f"{'transformers-pipeline':22} {len(docs):4d} {tokens:8d} {pipeline_s:10.3f} "
-              f"{tokens / pipeline_s:12.0f}  same best span {len(docs)}/{len(docs)}", flush=True)
-        for precision in args.precisions.split(","):
-            proc, port = start_server(args.build, os.path.join(work, "longqa"), args.threads,
-                                      precision)
-            try:
-                ask(port, docs[0][1], docs[0][0][:2000])  # warm-up
-                s, ours = median_round(
-                    lambda: [ask(port, question, text) for text, question, _ in docs],
-                    args.rounds)
-            finally:
+        servers = {}  # precision: (process, port), all started (and warmed up) before round 1
+        try:
+            for precision in args.precisions.split(","):
+                servers[precision] = start_server(args.build, os.path.join(work, "longqa"),
+                                                  args.threads, precision)
+                ask(servers[precision][1], docs[0][1], docs[0][0][:2000])  # warm-up
+            rounds = []  # each round: {system: (seconds, spans)}
+            for _ in range(max(1, args.rounds)):
+                this = {"pipeline": timed(ask_pipeline)}
+                for precision, (_, port) in servers.items():
+                    this[precision] = timed(
+                        lambda: [ask(port, question, text) for text, question, _ in docs])
+                rounds.append(this)
+        finally:
+            for proc, _ in servers.values():
                 proc.terminate()
                 proc.wait(timeout=60)
-            same = sum(a == b for a, b in zip(ours, spans))
+        pipeline_s = median(r["pipeline"][0] for r in rounds)
+        spans = rounds[0]["pipeline"][1]
+        print(f"qa pipeline: MiniLM + random QA head, windows {WINDOW}/{STRIDE}, {len(docs)} "
+              f"documents of ~{args.tokens} tokens, {args.threads} threads, median of "
+              f"{len(rounds)} alternating rounds", flush=True)
+        print(f"{'transformers-pipeline':22} {len(docs):4d} {tokens:8d} {pipeline_s:10.3f} "
+              f"{tokens / pipeline_s:12.0f}  same best span {len(docs)}/{len(docs)}", flush=True)
+        for precision in servers:
+            s = median(r[precision][0] for r in rounds)
+            ratios = [r["pipeline"][0] / r[precision][0] for r in rounds]
+            same = sum(a == b for a, b in zip(rounds[0][precision][1], spans))
             name = "longqa-server" + ("" if precision == "fp32" else "-" + precision)
             print(f"{name:22} {len(docs):4d} {tokens:8d} {s:10.3f} {tokens / s:12.0f}  "
-                  f"same best span {same}/{len(docs)}", flush=True)
-
+                  f"same best span {same}/{len(docs)}  {median(ratios):.2f}x the pipeline "
+                  f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})", flush=True)
 
 if __name__ == "__main__":
     main()
