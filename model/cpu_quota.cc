@@ -95,14 +95,17 @@ CpuQuota ReadCpuQuota(int affinity_cpus, const std::string& root) {
   if (q.quota_cpus > 0) {
     q.usable_cpus = std::clamp(static_cast<int>(std::floor(q.quota_cpus)), 1, q.affinity_cpus);
   }
-  q.description = std::to_string(q.usable_cpus) + (q.usable_cpus == 1 ? " CPU" : " CPUs");
+  return q;
+}
+
+std::string DescribeCpuQuota(const CpuQuota& q) {
+  std::string line = std::to_string(q.usable_cpus) + (q.usable_cpus == 1 ? " CPU" : " CPUs");
   if (q.quota_cpus > 0) {
     char quota[32];
     std::snprintf(quota, sizeof(quota), "%g", q.quota_cpus);
-    q.description +=
-        std::string(" (cgroup quota ") + quota + " of " + std::to_string(q.affinity_cpus) + ")";
+    line += std::string(" (cgroup quota ") + quota + " of " + std::to_string(q.affinity_cpus) + ")";
   }
-  return q;
+  return line;
 }
 
 CpuQuota ThisProcessCpuQuota() {

@@ -11,11 +11,13 @@
 namespace longqa {
 
 struct CpuQuota {
-  int affinity_cpus = 1;    // CPUs in this process's affinity mask
-  double quota_cpus = 0;    // the cgroup's quota / period; 0 when none is set
-  int usable_cpus = 1;      // min(affinity, floor(quota)), at least 1
-  std::string description;  // "2 CPUs (cgroup quota 2.5 of 64)", for the start-up log
+  int affinity_cpus = 1;  // CPUs in this process's affinity mask
+  double quota_cpus = 0;  // the cgroup's quota / period; 0 when none is set
+  int usable_cpus = 1;    // min(affinity, floor(quota)), at least 1
 };
+
+// For the start-up log: "2 CPUs (cgroup quota 2.5 of 64)", or "8 CPUs" without a quota.
+std::string DescribeCpuQuota(const CpuQuota& q);
 
 // `root` prefixes the paths read (/proc/self/cgroup, /sys/fs/cgroup/...): tests point it at a
 // fake tree. cgroup v2: the cpu.max of this process's own cgroup (from /proc/self/cgroup), else

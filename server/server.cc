@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<LongqaServer>> LongqaServer::Start(const ServerOp
   if (options.log_level == "info") {
     std::cerr << "longqa-server: " << ComputeInfoLine(compute) << "\n"
               << "longqa-server: " << options.workers << " worker(s) x " << threads
-              << " thread(s) on " << cpus.description << "\n"
+              << " thread(s) on " << DescribeCpuQuota(cpus) << "\n"
               << "longqa-server: precision " << PrecisionName(s->engine_->precision())
               << (options.precision ? " (--precision)"
                                     : " (auto: " + s->engine_->precision_reason() + ")")

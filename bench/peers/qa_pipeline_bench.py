@@ -125,7 +125,6 @@ def main():
                         f"--window_tokens={WINDOW}", f"--stride_tokens={STRIDE}"],
                        check=True, capture_output=True)
         qa = pipeline("question-answering", model=model, tokenizer=tokenizer, device=-1)
-        spans = []
         qa(question=docs[0][1], context=docs[0][0][:2000])  # warm-up
 
         def ask_pipeline():
@@ -169,6 +168,7 @@ def main():
             print(f"{name:22} {len(docs):4d} {tokens:8d} {s:10.3f} {tokens / s:12.0f}  "
                   f"same best span {same}/{len(docs)}  {median(ratios):.2f}x the pipeline "
                   f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})", flush=True)
+
 
 if __name__ == "__main__":
     main()

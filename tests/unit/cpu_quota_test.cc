@@ -4,40 +4,22 @@
 #include "model/cpu_quota.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
+
+#include "tests/unit/fake_root.h"
 
 namespace longqa {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FakeRoot {
- public:
-  FakeRoot() : root_(fs::temp_directory_path() / ("longqa_cpus_" + std::to_string(getpid()))) {
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "proc/self");
-    fs::create_directories(root_ / "sys/fs/cgroup");
-  }
-  ~FakeRoot() { fs::remove_all(root_); }
-  void Write(const std::string& path, const std::string& text) {
-    fs::create_directories((root_ / path).parent_path());
-    std::ofstream(root_ / path) << text;
-  }
-  std::string path() const { return root_.string(); }
-
- private:
-  fs::path root_;
-};
-
 TEST(CpuQuotaTest, TheAffinityMaskWithoutAQuota) {
-  FakeRoot root;
+  testing_support::FakeRoot root("cpus");
   CpuQuota q = ReadCpuQuota(8, root.path());  // no cgroup files at all
   EXPECT_EQ(q.usable_cpus, 8);
   EXPECT_EQ(q.quota_cpus, 0);
-  EXPECT_EQ(q.description, "8 CPUs");
+  EXPECT_EQ(DescribeCpuQuota(q), "8 CPUs");
   root.Write("proc/self/cgroup", "0::/\n");
   root.Write("sys/fs/cgroup/cpu.max", "max 100000\n");
   EXPECT_EQ(ReadCpuQuota(8, root.path()).usable_cpus, 8);
@@ -48,25 +30,25 @@ TEST(CpuQuotaTest, TheAffinityMaskWithoutAQuota) {
 }
 
 TEST(CpuQuotaTest, ACgroupV2QuotaRoundedDownAndNeverAboveTheMask) {
-  FakeRoot root;
+  testing_support::FakeRoot root("cpus");
   root.Write("proc/self/cgroup", "0::/\n");
   root.Write("sys/fs/cgroup/cpu.max", "200000 100000\n");  // Kubernetes' limits.cpu: "2"
   CpuQuota q = ReadCpuQuota(64, root.path());
   EXPECT_EQ(q.usable_cpus, 2);
   EXPECT_DOUBLE_EQ(q.quota_cpus, 2.0);
-  EXPECT_EQ(q.description, "2 CPUs (cgroup quota 2 of 64)");
+  EXPECT_EQ(DescribeCpuQuota(q), "2 CPUs (cgroup quota 2 of 64)");
   root.Write("sys/fs/cgroup/cpu.max", "250000 100000\n");
   EXPECT_EQ(ReadCpuQuota(64, root.path()).usable_cpus, 2);  // 2.5 CPUs: two threads, not three
   root.Write("sys/fs/cgroup/cpu.max", "50000 100000\n");
   q = ReadCpuQuota(64, root.path());
   EXPECT_EQ(q.usable_cpus, 1);  // half a CPU: still one thread
-  EXPECT_EQ(q.description, "1 CPU (cgroup quota 0.5 of 64)");
+  EXPECT_EQ(DescribeCpuQuota(q), "1 CPU (cgroup quota 0.5 of 64)");
   root.Write("sys/fs/cgroup/cpu.max", "800000 100000\n");
   EXPECT_EQ(ReadCpuQuota(4, root.path()).usable_cpus, 4);  // taskset to 4 of a quota of 8
 }
 
 TEST(CpuQuotaTest, ThisProcessesOwnCgroupBeforeTheMountsRoot) {
-  FakeRoot root;
+  testing_support::FakeRoot root("cpus");
   root.Write("proc/self/cgroup", "0::/system.slice/longqa.service\n");
   root.Write("sys/fs/cgroup/system.slice/longqa.service/cpu.max", "300000 100000\n");
   EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 3);
@@ -77,7 +59,7 @@ TEST(CpuQuotaTest, ThisProcessesOwnCgroupBeforeTheMountsRoot) {
 }
 
 TEST(CpuQuotaTest, ACgroupV1CfsQuota) {
-  FakeRoot root;
+  testing_support::FakeRoot root("cpus");
   root.Write("proc/self/cgroup", "4:cpu,cpuacct:/docker/abc\n3:memory:/docker/abc\n0::/\n");
   root.Write("sys/fs/cgroup/cpu/docker/abc/cpu.cfs_quota_us", "150000\n");
   root.Write("sys/fs/cgroup/cpu/docker/abc/cpu.cfs_period_us", "50000\n");
@@ -89,7 +71,7 @@ TEST(CpuQuotaTest, ACgroupV1CfsQuota) {
 }
 
 TEST(CpuQuotaTest, NonsenseInTheFilesMeansNoQuota) {
-  FakeRoot root;
+  testing_support::FakeRoot root("cpus");
   root.Write("proc/self/cgroup", "garbage\n0::/\n");
   for (const char* text : {"", "abc 100000\n", "200000\n", "200000 0\n", "-5 100000\n"}) {
     root.Write("sys/fs/cgroup/cpu.max", text);

@@ -3,39 +3,26 @@
 #include "server/memory_budget.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <limits>
+
+#include "tests/unit/fake_root.h"
 
 namespace longqa {
 namespace {
 
-namespace fs = std::filesystem;
-
-class FakeRoot {
+// The machine's 24 GiB in /proc/meminfo, no cgroup limit until a test writes one.
+class MachineRoot : public testing_support::FakeRoot {
  public:
-  FakeRoot() : root_(fs::temp_directory_path() / ("longqa_memory_" + std::to_string(getpid()))) {
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "proc");
-    fs::create_directories(root_ / "sys/fs/cgroup/memory");
+  MachineRoot() : FakeRoot("memory") {
     Write("proc/meminfo", "MemTotal:       24576000 kB\nMemFree:        1000 kB\n");
   }
-  ~FakeRoot() { fs::remove_all(root_); }
-  void Write(const std::string& path, const std::string& text) {
-    std::ofstream(root_ / path) << text;
-  }
-  std::string path() const { return root_.string(); }
-
- private:
-  fs::path root_;
 };
 
 constexpr int64_t kMemTotal = int64_t{24576000} * 1024;
 
 TEST(MemoryBudgetTest, UsableMemoryIsMemTotalWithoutACgroupLimit) {
-  FakeRoot root;
+  MachineRoot root;
   EXPECT_EQ(UsableMemoryBytes(root.path()), kMemTotal);
   root.Write("sys/fs/cgroup/memory.max", "max\n");
   EXPECT_EQ(UsableMemoryBytes(root.path()), kMemTotal);
@@ -44,10 +31,10 @@ TEST(MemoryBudgetTest, UsableMemoryIsMemTotalWithoutACgroupLimit) {
 }
 
 TEST(MemoryBudgetTest, ACgroupLimitBelowTheMachineIsWhatCounts) {
-  FakeRoot root;
+  MachineRoot root;
   root.Write("sys/fs/cgroup/memory.max", "4294967296\n");  // a container's 4 GiB (v2)
   EXPECT_EQ(UsableMemoryBytes(root.path()), int64_t{4} << 30);
-  FakeRoot v1;
+  MachineRoot v1;
   v1.Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648\n");
   EXPECT_EQ(UsableMemoryBytes(v1.path()), int64_t{2} << 30);
 }
