@@ -116,14 +116,19 @@ LONGQA_AVX512 inline void ScoreRows(const float* q, int64_t ld, const float* kt,
   if (tp - j == 16) ScoreTile<R, 1>(q, ld, kt, tp, dh, scale, bias, scores, j);
 }
 
+// The largest of a row of tp scores (tp a multiple of 16), broadcast.
+LONGQA_AVX512 inline __m512 RowMax(const float* row, int64_t tp) {
+  __m512 most = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < tp; j += 16) most = _mm512_max_ps(most, _mm512_loadu_ps(row + j));
+  return _mm512_set1_ps(_mm512_reduce_max_ps(most));
+}
+
 // In place: each of `rows` rows of scores becomes e^(score - its max); inv_sum[r] = 1 / the row's
 // sum (applied to the weighted sum's R x dh outputs instead of the R x T weights).
 LONGQA_AVX512 inline void ExpRows(float* scores, int rows, int64_t tp, float* inv_sum) {
   for (int r = 0; r < rows; ++r) {
     float* row = scores + r * tp;
-    __m512 most = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < tp; j += 16) most = _mm512_max_ps(most, _mm512_loadu_ps(row + j));
-    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(most));
+    const __m512 shift = RowMax(row, tp);
     __m512 sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < tp; j += 16) {
       const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
@@ -289,12 +294,22 @@ LONGQA_AVX512_BF16 inline void ScoreRowsBf16(const at::BFloat16* q, int64_t ld, 
   if (tp - j == 16) ScoreTileBf16<R, 1>(q, ld, kp, tp, dh, scale, bias, scores, j);
 }
 
-// `rows` rows of fp32 weights [rows][tp] (tp a multiple of 16) rounded to bf16 (nearest even).
-LONGQA_AVX512_BF16 inline void WeightsToBf16(const float* weights, int rows, int64_t tp,
-                                             at::BFloat16* out) {
-  for (int64_t i = 0; i < rows * tp; i += 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(weights + i)));
+// ExpRows with the numerators written as bf16 weights [rows][tp] (nearest even) instead of over
+// the scores, the sums still of the fp32 numerators: the weights rounded as they are made, not
+// stored in fp32 and read back by a pass of their own.
+LONGQA_AVX512_BF16 inline void ExpRowsToBf16(const float* scores, int rows, int64_t tp,
+                                             float* inv_sum, at::BFloat16* weights) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = scores + r * tp;
+    const __m512 shift = RowMax(row, tp);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < tp; j += 16) {
+      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
+      sum = _mm512_add_ps(sum, e);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(weights + r * tp + j),
+                          (__m256i)_mm512_cvtneps_pbh(e));
+    }
+    inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
   }
 }
 

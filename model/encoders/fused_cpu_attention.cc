@@ -77,8 +77,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Head<T, O>& h, int64_t i0, Scratch& w) {
       attention_tiles::ScoreRowsBf16<R>(h.q + i0 * h.ld, h.ld, w.kp.data(), h.tp, dh, scale,
                                         w.bias.data(), scores);
     }
-    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
-    attention_tiles::WeightsToBf16(scores, R, h.tp, w.weights.data());
+    attention_tiles::ExpRowsToBf16(scores, R, h.tp, w.inv_sum.data(), w.weights.data());
     const attention_tiles::ValuePairs values[] = {{w.vp.data(), h.t, 0}};
     attention_tiles::WeightedSum<R, NV>(w.weights.data(), h.tp, values, w.inv_sum.data(),
                                         h.out + i0 * h.out_ld, h.out_ld);

@@ -123,10 +123,10 @@ LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, con
   for (int r = 0; r < R; ++r) {
     AddBiases(s, w, first + i0 + r, i0 + r, scores + r * s.tp, qa + r * s.lp);
   }
-  attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data());
   const int64_t d = s.h * dh;
   const int64_t at = (first + i0) * d + head * dh;
   if constexpr (std::is_same_v<T, float>) {
+    attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data());
     const attention_tiles::ValueRows values[] = {{vg, dh, s.n_g, 0}, {vl, dh, 3 * s.b, s.g_cols}};
     if (s.out.f != nullptr) {
       attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.f + at, d);
@@ -135,7 +135,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, con
                                           d);
     }
   } else {
-    attention_tiles::WeightsToBf16(scores, R, s.tp, w.weights.data());
+    attention_tiles::ExpRowsToBf16(scores, R, s.tp, w.inv_sum.data(), w.weights.data());
     const attention_tiles::ValuePairs values[] = {{w.vpg.data(), s.n_g, 0},
                                                   {w.vpl.data(), 3 * s.b, s.g_cols}};
     if (s.out.f != nullptr) {
@@ -294,7 +294,12 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
     for (int64_t j = 0; j < tp; j += 16) {
       const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row_scores + j), shift));
       sum = _mm512_add_ps(sum, e);
-      _mm512_storeu_ps(row_scores + j, e);
+      if constexpr (std::is_same_v<T, float>) {
+        _mm512_storeu_ps(row_scores + j, e);
+      } else {  // bf16 heads: the weights rounded as they are made (ExpRowsToBf16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.weights.data() + r * tp + j),
+                            (__m256i)_mm512_cvtneps_pbh(e));
+      }
     }
     w.alpha[r] = std::exp(previous - top);  // 0 at the first chunk (previous = -inf)
     w.total[i0 + r] = w.total[i0 + r] * w.alpha[r] + _mm512_reduce_add_ps(sum);
@@ -305,7 +310,6 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
                                                   attention_tiles::ValueRows{v, dh, count, 0},
                                                   w.alpha.data(), w.acc.data() + i0 * dh, dh);
   } else {
-    attention_tiles::WeightsToBf16(scores, R, tp, w.weights.data());
     attention_tiles::AccumulateWeightedSum<R, NV>(
         w.weights.data(), tp, attention_tiles::ValuePairs{w.vp.data(), count, 0}, w.alpha.data(),
         w.acc.data() + i0 * dh, dh);
