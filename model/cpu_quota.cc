@@ -7,41 +7,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "model/cgroup_folders.h"
 
 namespace longqa {
 
 namespace {
-
-// This process's cgroup paths from /proc/self/cgroup: v2's ("0::/path") under the key "", v1's
-// under each controller of its line ("4:cpu,cpuacct:/path" gives "cpu" and "cpuacct").
-std::vector<std::pair<std::string, std::string>> OwnCgroups(const std::string& root) {
-  std::vector<std::pair<std::string, std::string>> paths;
-  std::ifstream in(root + "/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t first = line.find(':');
-    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    const std::string path = line.substr(second + 1);
-    std::stringstream controllers(line.substr(first + 1, second - first - 1));
-    std::string controller;
-    if (controllers.peek() == std::char_traits<char>::eof()) paths.emplace_back("", path);
-    while (std::getline(controllers, controller, ',')) paths.emplace_back(controller, path);
-  }
-  return paths;
-}
-
-std::string OwnPath(const std::vector<std::pair<std::string, std::string>>& paths,
-                    const std::string& controller) {
-  for (const auto& [name, path] : paths) {
-    if (name == controller) return path == "/" ? "" : path;
-  }
-  return "";
-}
 
 // The quota in CPUs from a quota and a period in microseconds; 0 for none or nonsense.
 double QuotaCpus(double quota, double period) {
@@ -70,19 +43,16 @@ double ReadCfsQuota(const std::string& dir) {
   return QuotaCpus(quota, period);
 }
 
-// The first of the files that exists and sets a quota: this process's own cgroup first, then the
-// mount's root (inside a container the mount is the container's cgroup while /proc/self/cgroup
-// may name the host's path for it).
+// The tightest quota set on this process's cgroup or an ancestor (cgroup_folders.h), v2 or v1;
+// 0 when none is.
 double ReadQuota(const std::string& root) {
-  const auto paths = OwnCgroups(root);
-  const std::string mount = root + "/sys/fs/cgroup";
-  for (const std::string& dir : {mount + OwnPath(paths, ""), mount}) {
-    if (const double cpus = ReadCpuMax(dir + "/cpu.max"); cpus > 0) return cpus;
-  }
-  for (const std::string& dir : {mount + "/cpu" + OwnPath(paths, "cpu"), mount + "/cpu"}) {
-    if (const double cpus = ReadCfsQuota(dir); cpus > 0) return cpus;
-  }
-  return 0;
+  double tightest = 0;
+  const auto take = [&](double cpus) {
+    if (cpus > 0 && (tightest == 0 || cpus < tightest)) tightest = cpus;
+  };
+  for (const std::string& dir : CgroupFolders("", root)) take(ReadCpuMax(dir + "/cpu.max"));
+  for (const std::string& dir : CgroupFolders("cpu", root)) take(ReadCfsQuota(dir));
+  return tightest;
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ struct CpuQuota {
 std::string DescribeCpuQuota(const CpuQuota& q);
 
 // `root` prefixes the paths read (/proc/self/cgroup, /sys/fs/cgroup/...): tests point it at a
-// fake tree. cgroup v2: the cpu.max of this process's own cgroup (from /proc/self/cgroup), else
-// the mount's root (a container's cgroup namespace); v1: the cpu controller's files.
+// fake tree. The quota is the tightest set on this process's cgroup or its ancestors
+// (cgroup_folders.h): v2 cpu.max, v1 the cpu controller's files.
 CpuQuota ReadCpuQuota(int affinity_cpus, const std::string& root = "");
 
 // This process: sched_getaffinity's count and the cgroup files.

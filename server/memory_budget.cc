@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "model/cgroup_folders.h"
+
 namespace longqa {
 
 namespace {
@@ -38,11 +40,15 @@ int64_t MemTotalBytes(const std::string& path) {
 }  // namespace
 
 int64_t UsableMemoryBytes(const std::string& root) {
-  const int64_t total = MemTotalBytes(root + "/proc/meminfo");
-  int64_t limit = ReadLimit(root + "/sys/fs/cgroup/memory.max");
-  if (limit == 0) limit = ReadLimit(root + "/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  if (limit == 0) return total;
-  return total == 0 ? limit : std::min(limit, total);
+  int64_t usable = MemTotalBytes(root + "/proc/meminfo");
+  const auto take = [&](int64_t limit) {
+    if (limit > 0 && (usable == 0 || limit < usable)) usable = limit;
+  };
+  for (const std::string& dir : CgroupFolders("", root)) take(ReadLimit(dir + "/memory.max"));
+  for (const std::string& dir : CgroupFolders("memory", root)) {
+    take(ReadLimit(dir + "/memory.limit_in_bytes"));
+  }
+  return usable;
 }
 
 MemoryBudget ResolveMemoryBudget(int64_t batch_mb, int64_t request_mb, int workers,

@@ -11,9 +11,10 @@
 
 namespace longqa {
 
-// Bytes this process may use: the cgroup's memory limit (v2 memory.max, v1
-// memory.limit_in_bytes) when one is set, else the machine's MemTotal. `root` prefixes the
-// paths read (tests point it at a fake tree). 0 when nothing could be read.
+// Bytes this process may use: the tightest cgroup memory limit (v2 memory.max, v1
+// memory.limit_in_bytes) set on its own cgroup or an ancestor (model/cgroup_folders.h), at most
+// the machine's MemTotal. `root` prefixes the paths read (tests point it at a fake tree). 0 when
+// nothing could be read.
 int64_t UsableMemoryBytes(const std::string& root = "");
 
 struct MemoryBudget {

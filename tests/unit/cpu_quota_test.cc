@@ -1,12 +1,15 @@
 // The default thread count: the CPUs this process may use, read from a fake /proc and cgroup tree
-// (v2 cpu.max, v1 cfs quota, this process's own cgroup before the mount's root), and shared out
-// among the server's workers.
+// (v2 cpu.max, v1 cfs quota, the tightest of this process's own cgroup, its ancestors and the
+// mount's root), and shared out among the server's workers.
 #include "model/cpu_quota.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
+#include "model/cgroup_folders.h"
 #include "tests/unit/fake_root.h"
 
 namespace longqa {
@@ -47,15 +50,41 @@ TEST(CpuQuotaTest, ACgroupV2QuotaRoundedDownAndNeverAboveTheMask) {
   EXPECT_EQ(ReadCpuQuota(4, root.path()).usable_cpus, 4);  // taskset to 4 of a quota of 8
 }
 
-TEST(CpuQuotaTest, ThisProcessesOwnCgroupBeforeTheMountsRoot) {
+TEST(CpuQuotaTest, TheTightestQuotaOfThisProcessesCgroupAndItsAncestors) {
   testing_support::FakeRoot root("cpus");
   root.Write("proc/self/cgroup", "0::/system.slice/longqa.service\n");
   root.Write("sys/fs/cgroup/system.slice/longqa.service/cpu.max", "300000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 3);
+  // A tighter quota on the slice above the service (systemd's CPUQuota= on system.slice) holds.
+  root.Write("sys/fs/cgroup/system.slice/cpu.max", "200000 100000\n");
+  EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 2);
+  // A looser one on the mount's root does not loosen the service's.
+  root.Write("sys/fs/cgroup/system.slice/cpu.max", "max 100000\n");
+  root.Write("sys/fs/cgroup/cpu.max", "800000 100000\n");
   EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 3);
   // Inside a container /proc/self/cgroup may name the host's path, which is not mounted there.
   root.Write("proc/self/cgroup", "0::/kubepods/pod1/abc\n");
   root.Write("sys/fs/cgroup/cpu.max", "400000 100000\n");
   EXPECT_EQ(ReadCpuQuota(16, root.path()).usable_cpus, 4);
+}
+
+TEST(CgroupFoldersTest, OwnThenEachAncestorThenTheMountOfThoseThatExist) {
+  testing_support::FakeRoot root("cpus");
+  const std::string mount = root.path() + "/sys/fs/cgroup";
+  EXPECT_EQ(CgroupFolders("", root.path()), std::vector<std::string>{mount});  // no /proc
+  root.Write("proc/self/cgroup", "4:cpu,cpuacct:/docker/abc\n0::/a/b/c\n");
+  root.Write("sys/fs/cgroup/a/b/c/cpu.max", "max 100000\n");
+  root.Write("sys/fs/cgroup/a/cpu.max", "max 100000\n");  // (a/b exists: c's parent)
+  root.Write("sys/fs/cgroup/cpu/docker/abc/cpu.cfs_quota_us", "-1\n");
+  EXPECT_EQ(CgroupFolders("", root.path()),
+            (std::vector<std::string>{mount + "/a/b/c", mount + "/a/b", mount + "/a", mount}));
+  EXPECT_EQ(
+      CgroupFolders("cpu", root.path()),
+      (std::vector<std::string>{mount + "/cpu/docker/abc", mount + "/cpu/docker", mount + "/cpu"}));
+  EXPECT_EQ(CgroupFolders("cpuacct", root.path()), std::vector<std::string>{mount + "/cpuacct"});
+  root.Write("proc/self/cgroup", "0::/gone/away\n");  // a host path not mounted here
+  EXPECT_EQ(CgroupFolders("", root.path()), std::vector<std::string>{mount});
+  EXPECT_EQ(CgroupFolders("memory", root.path()), std::vector<std::string>{mount + "/memory"});
 }
 
 TEST(CpuQuotaTest, ACgroupV1CfsQuota) {

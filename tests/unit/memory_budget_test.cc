@@ -39,6 +39,29 @@ TEST(MemoryBudgetTest, ACgroupLimitBelowTheMachineIsWhatCounts) {
   EXPECT_EQ(UsableMemoryBytes(v1.path()), int64_t{2} << 30);
 }
 
+TEST(MemoryBudgetTest, TheTightestLimitOfThisProcessesCgroupAndItsAncestors) {
+  MachineRoot root;
+  // A systemd service (MemoryMax=3G): the limit is on its own cgroup, not on the mount's root.
+  root.Write("proc/self/cgroup", "0::/system.slice/longqa.service\n");
+  root.Write("sys/fs/cgroup/memory.max", "max\n");
+  root.Write("sys/fs/cgroup/system.slice/longqa.service/memory.max", "3221225472\n");
+  EXPECT_EQ(UsableMemoryBytes(root.path()), int64_t{3} << 30);
+  // A tighter limit on the slice above it holds.
+  root.Write("sys/fs/cgroup/system.slice/memory.max", "1073741824\n");
+  EXPECT_EQ(UsableMemoryBytes(root.path()), int64_t{1} << 30);
+  // Inside a container /proc/self/cgroup may name the host's path: the mount is the container's.
+  MachineRoot container;
+  container.Write("proc/self/cgroup", "0::/kubepods/burstable/pod1/abc\n");
+  container.Write("sys/fs/cgroup/memory.max", "2147483648\n");
+  EXPECT_EQ(UsableMemoryBytes(container.path()), int64_t{2} << 30);
+  // cgroup v1: the memory controller's own path.
+  MachineRoot v1;
+  v1.Write("proc/self/cgroup", "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n");
+  v1.Write("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  v1.Write("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "536870912\n");
+  EXPECT_EQ(UsableMemoryBytes(v1.path()), int64_t{512} << 20);
+}
+
 TEST(MemoryBudgetTest, BudgetsDefaultToHalfTheUsableMemoryPerWorker) {
   const MemoryBudget derived = ResolveMemoryBudget(0, 0, 2, int64_t{8} << 30);
   EXPECT_EQ(derived.batch_bytes, int64_t{2} << 30);
