@@ -27,10 +27,10 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "model/compute_info.h"
+#include "model/cpu_quota.h"
 #include "model/encoders/cluster_former.h"
 #include "model/encoders/etc_encoder.h"
 #include "model/encoders/window_plan.h"
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   int64_t min_tokens = 1024;
   int64_t max_tokens = 32768;
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  int threads = longqa::ThisProcessCpuQuota().usable_cpus;  // as the server's --threads=0
   int num_layers = 12;
   std::string device_name = "cpu";
   std::string model_list = "sliding,cluster,etc";

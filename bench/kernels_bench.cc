@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #include "kernels/ops.h"
+#include "model/cpu_quota.h"
 #include "model/encoders/etc_plan.h"
 #include "model/encoders/transformer_layer.h"
 #include "model/encoders/window_plan.h"
@@ -36,7 +36,7 @@ void Row(const char* op, double seconds, double bytes, double copy_bps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  int threads = longqa::ThisProcessCpuQuota().usable_cpus;  // as the server's --threads=0
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
   }

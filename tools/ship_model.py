@@ -4,6 +4,7 @@ else, weights stored in half precision, and the null threshold chosen on dev.
 
     tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
                         [--default_precision fp32|bf16|int8|bf16,int8...]
+                        [--int8_recheck_margin M]
 
 Copies config.json (with `null_threshold` set when given: the value `longqa eval
 --calibrate_null` printed on a dev split), the tokenizer file config.json names, and
@@ -12,6 +13,8 @@ the server computes in fp32 unless told otherwise, docs/model-format.md). --defa
 the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively (a list
 in order of preference: the first the device runs natively): give it only after
 bench/precision_answers.sh measured each precision's answers against fp32 on dev.
+--int8_recheck_margin sets checked int8's margin (docs/model-format.md): the margin
+bench/int8_recheck.sh chose from the model's own int8 noise on dev.
 Optimizer moments, trainer state and logs stay behind.
 
 Python here is a tool, never the server. Needs torch and safetensors.
@@ -45,6 +48,8 @@ def main(argv):
     parser.add_argument("--null_threshold", type=float)
     parser.add_argument("--default_precision", type=precision_list,
                         help="fp32, bf16, int8, or a list in order of preference (bf16,int8)")
+    parser.add_argument("--int8_recheck_margin", type=float,
+                        help="int8 answers closer than this (logits) are computed again in fp32")
     args = parser.parse_args(argv)
 
     with open(os.path.join(args.checkpoint, "config.json")) as f:
@@ -55,6 +60,10 @@ def main(argv):
         config["null_threshold"] = args.null_threshold
     if args.default_precision is not None:
         config["default_precision"] = args.default_precision
+    if args.int8_recheck_margin is not None:
+        if not (math.isfinite(args.int8_recheck_margin) and args.int8_recheck_margin >= 0):
+            parser.error("--int8_recheck_margin must be a finite number >= 0")
+        config["int8_recheck_margin"] = args.int8_recheck_margin
     tokenizer = config.get("tokenizer", "spm.model")
 
     weights = load_file(os.path.join(args.checkpoint, "model.safetensors"))

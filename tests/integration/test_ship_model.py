@@ -113,3 +113,19 @@ def test_default_precision_is_what_the_server_serves_in_unless_told(tmp_path):
         finally:
             proc.terminate()
             proc.wait()
+
+
+def test_int8_recheck_margin_is_what_an_int8_server_rechecks_within(tmp_path):
+    fp32_dir, shipped_dir = import_and_ship(tmp_path, 7, "--int8_recheck_margin=0.25")
+    assert json.loads((shipped_dir / "config.json").read_text())["int8_recheck_margin"] == 0.25
+    for bad in ("-1", "nan", "inf"):
+        refused = subprocess.run([sys.executable, SHIP, str(fp32_dir), str(tmp_path / "bad"),
+                                  f"--int8_recheck_margin={bad}"], capture_output=True, text=True)
+        assert refused.returncode == 2 and "int8_recheck_margin" in refused.stderr, bad
+        assert not (tmp_path / "bad").exists()
+    proc, _, _, log = start_server(str(shipped_dir), "--precision=int8")
+    try:
+        assert "int8 answers within 0.25 logits of another are computed again in fp32" in log, log
+    finally:
+        proc.terminate()
+        proc.wait()
