@@ -10,24 +10,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 MODEL="${MODEL:-$ROOT/models/demo}"
+source "$ROOT/tools/start_server.sh"
 gold="$1" reference="$2" out="$3"
 shift 3
 mkdir -p "$out"
 printf '%-7s %10s %8s %s\n' margin rechecked seconds "agreement with fp32" | tee "$out/summary.txt"
 for margin in "$@"; do
   log="$out/margin-$margin.server.log"
-  "$BUILD/server/longqa-server" --model_dir="$MODEL" --listen=127.0.0.1:0 \
-    --metrics_listen=127.0.0.1:0 --threads="${THREADS:-2}" --max_batch_tokens=32768 \
-    --precision=int8 --int8_recheck_margin="$margin" 2>"$log" &
-  pid=$!
-  ports=""
-  for _ in $(seq 1 600); do
-    ports=$(sed -n 's/.*on port \([0-9]*\), metrics on port \([0-9]*\).*/\1 \2/p' "$log")
-    [ -n "$ports" ] && break
-    sleep 0.1
-  done
-  [ -n "$ports" ] || { echo "server did not start; see $log" >&2; kill "$pid"; exit 1; }
-  read -r port metrics_port <<< "$ports"
+  start_server "$BUILD" "$log" --model_dir="$MODEL" --metrics_listen=127.0.0.1:0 \
+    --threads="${THREADS:-2}" --max_batch_tokens=32768 --precision=int8 \
+    --int8_recheck_margin="$margin"
   start=$(date +%s.%N)
   "$BUILD/client/longqa" eval --target="127.0.0.1:$port" --gold="$gold" --group_by=kind \
     --concurrency=2 --no_progress --output="$out/margin-$margin.predictions.json" \
@@ -35,7 +27,7 @@ for margin in "$@"; do
   seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
   rechecked=$(curl -s "http://127.0.0.1:$metrics_port/metrics" |
     sed -n 's/^longqa_int8_rechecked_requests_total \([0-9.e+]*\)$/\1/p')
-  kill "$pid"; wait "$pid" || true
+  kill "$server_pid"; wait "$server_pid" || true
   agreement=$("$ROOT/.venv/bin/python" "$ROOT/bench/precision_agreement.py" "$reference" \
     "$out/margin-$margin.predictions.json")
   printf '%-7s %10.0f %8.1f %s\n' "$margin" "$rechecked" "$seconds" "$agreement" |

@@ -15,16 +15,10 @@ trap 'kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 "$build/tools/longqa-random-model" --out="$work/model" --hidden_size=256 --num_heads=4 \
   --intermediate_size=1024 --layers=SSCS --window_tokens=256 --stride_tokens=224 --clusters=16 \
   --vocab_size=2000 >/dev/null
-start_server() {  # flags...; sets server_pid and port
-  "$build/server/longqa-server" --model_dir="$work/model" --listen=127.0.0.1:0 \
-    --metrics_listen=127.0.0.1:0 "$@" 2>"$work/server.log" &
-  server_pid=$!
-  port=
-  for _ in $(seq 1 600); do
-    port=$(sed -n 's/.*on port \([0-9]*\), metrics.*/\1/p' "$work/server.log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
+source "$(dirname "$0")/../tools/start_server.sh"
+serve() {  # flags...: the random model, with them
+  start_server "$build" "$work/server.log" --model_dir="$work/model" \
+    --metrics_listen=127.0.0.1:0 "$@"
 }
 # All clients share one address, which the per-caller queue limit (2^18 tokens) would cut at 64
 # clients of 8k-token documents: the bench lifts it to the whole queue's.
@@ -32,9 +26,9 @@ caller_limit=--max_caller_queue_tokens=$((1 << 20))
 echo "model: random weights, d=256, 4 layers (SSCS), l=256, m=224; $(nproc) CPUs; ${seconds}s per run"
 for batching in ${BATCHING:-on}; do
   if [ "$batching" = on ]; then
-    start_server --max_batch_delay_ms=10 $caller_limit
+    serve --max_batch_delay_ms=10 $caller_limit
   else
-    start_server --max_batch_tokens=1 --max_batch_delay_ms=0 $caller_limit
+    serve --max_batch_tokens=1 --max_batch_delay_ms=0 $caller_limit
   fi
   for words in ${WORDS:-300 2000}; do
     for clients in ${CLIENTS:-1 16}; do

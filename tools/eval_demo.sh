@@ -8,24 +8,17 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
+source "$ROOT/tools/start_server.sh"
 gold="$1"; out="$2"; shift 2
 mkdir -p "$out"
 for model in "$@"; do
   name="$(basename "$model")"
   log="$out/$name.server.log"
-  "$BUILD/server/longqa-server" --model_dir="$model" --listen=127.0.0.1:0 --metrics_listen= \
-    --threads="${THREADS:-1}" --max_batch_tokens=32768 ${SERVER_FLAGS:-} 2>"$log" &
-  pid=$!
-  port=""
-  for _ in $(seq 1 600); do
-    port=$(sed -n 's/.*on port \([0-9]*\), metrics.*/\1/p' "$log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "server for $model did not start; see $log" >&2; kill "$pid"; exit 1; }
+  start_server "$BUILD" "$log" --model_dir="$model" --metrics_listen= --threads="${THREADS:-1}" \
+    --max_batch_tokens=32768 ${SERVER_FLAGS:-}
   echo "== $name on $(basename "$gold")" | tee "$out/$name.txt"
   "$BUILD/client/longqa" eval --target="127.0.0.1:$port" --gold="$gold" --group_by=kind \
     --concurrency=2 --no_progress --output="$out/$name.predictions.json" ${EVAL_FLAGS:-} |
     tee -a "$out/$name.txt"
-  kill "$pid"; wait "$pid" || true
+  kill "$server_pid"; wait "$server_pid" || true
 done
