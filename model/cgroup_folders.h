@@ -17,4 +17,19 @@ namespace longqa {
 // `root` prefixes the paths read (tests point it at a fake tree).
 std::vector<std::string> CgroupFolders(const std::string& controller, const std::string& root = "");
 
+// The tightest limit that bounds this process: the smallest positive read(folder) over the cgroup
+// v2 folders (read_v2) and those of the v1 controller `v1_controller` (read_v1), each 0 where a
+// folder sets none; 0 when none does.
+template <typename T, typename ReadV2, typename ReadV1>
+T TightestCgroupLimit(const std::string& v1_controller, const std::string& root, ReadV2&& read_v2,
+                      ReadV1&& read_v1) {
+  T tightest = 0;
+  const auto take = [&](T limit) {
+    if (limit > 0 && (tightest == 0 || limit < tightest)) tightest = limit;
+  };
+  for (const std::string& dir : CgroupFolders("", root)) take(read_v2(dir));
+  for (const std::string& dir : CgroupFolders(v1_controller, root)) take(read_v1(dir));
+  return tightest;
+}
+
 }  // namespace longqa

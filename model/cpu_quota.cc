@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <vector>
 
 #include "model/cgroup_folders.h"
 
@@ -46,13 +45,9 @@ double ReadCfsQuota(const std::string& dir) {
 // The tightest quota set on this process's cgroup or an ancestor (cgroup_folders.h), v2 or v1;
 // 0 when none is.
 double ReadQuota(const std::string& root) {
-  double tightest = 0;
-  const auto take = [&](double cpus) {
-    if (cpus > 0 && (tightest == 0 || cpus < tightest)) tightest = cpus;
-  };
-  for (const std::string& dir : CgroupFolders("", root)) take(ReadCpuMax(dir + "/cpu.max"));
-  for (const std::string& dir : CgroupFolders("cpu", root)) take(ReadCfsQuota(dir));
-  return tightest;
+  return TightestCgroupLimit<double>(
+      "cpu", root, [](const std::string& dir) { return ReadCpuMax(dir + "/cpu.max"); },
+      ReadCfsQuota);
 }
 
 }  // namespace

@@ -40,15 +40,12 @@ int64_t MemTotalBytes(const std::string& path) {
 }  // namespace
 
 int64_t UsableMemoryBytes(const std::string& root) {
-  int64_t usable = MemTotalBytes(root + "/proc/meminfo");
-  const auto take = [&](int64_t limit) {
-    if (limit > 0 && (usable == 0 || limit < usable)) usable = limit;
-  };
-  for (const std::string& dir : CgroupFolders("", root)) take(ReadLimit(dir + "/memory.max"));
-  for (const std::string& dir : CgroupFolders("memory", root)) {
-    take(ReadLimit(dir + "/memory.limit_in_bytes"));
-  }
-  return usable;
+  const int64_t total = MemTotalBytes(root + "/proc/meminfo");
+  const int64_t limit = TightestCgroupLimit<int64_t>(
+      "memory", root, [](const std::string& dir) { return ReadLimit(dir + "/memory.max"); },
+      [](const std::string& dir) { return ReadLimit(dir + "/memory.limit_in_bytes"); });
+  if (limit == 0) return total;
+  return total == 0 ? limit : std::min(limit, total);
 }
 
 MemoryBudget ResolveMemoryBudget(int64_t batch_mb, int64_t request_mb, int workers,
