@@ -116,27 +116,11 @@ LONGQA_AVX512 inline void ScoreRows(const float* q, int64_t ld, const float* kt,
   if (tp - j == 16) ScoreTile<R, 1>(q, ld, kt, tp, dh, scale, bias, scores, j);
 }
 
-// The largest of a row of tp scores (tp a multiple of 16), broadcast.
-LONGQA_AVX512 inline __m512 RowMax(const float* row, int64_t tp) {
+// The largest of a row of tp scores (tp a multiple of 16).
+LONGQA_AVX512 inline float RowMax(const float* row, int64_t tp) {
   __m512 most = _mm512_set1_ps(-INFINITY);
   for (int64_t j = 0; j < tp; j += 16) most = _mm512_max_ps(most, _mm512_loadu_ps(row + j));
-  return _mm512_set1_ps(_mm512_reduce_max_ps(most));
-}
-
-// In place: each of `rows` rows of scores becomes e^(score - its max); inv_sum[r] = 1 / the row's
-// sum (applied to the weighted sum's R x dh outputs instead of the R x T weights).
-LONGQA_AVX512 inline void ExpRows(float* scores, int rows, int64_t tp, float* inv_sum) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = scores + r * tp;
-    const __m512 shift = RowMax(row, tp);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < tp; j += 16) {
-      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
-      sum = _mm512_add_ps(sum, e);
-      _mm512_storeu_ps(row + j, e);
-    }
-    inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
-  }
+  return _mm512_reduce_max_ps(most);
 }
 
 // A run of fp32 value rows (`ld` apart) and the weights' column of its first row.
@@ -294,22 +278,34 @@ LONGQA_AVX512_BF16 inline void ScoreRowsBf16(const at::BFloat16* q, int64_t ld, 
   if (tp - j == 16) ScoreTileBf16<R, 1>(q, ld, kp, tp, dh, scale, bias, scores, j);
 }
 
-// ExpRows with the numerators written as bf16 weights [rows][tp] (nearest even) instead of over
-// the scores, the sums still of the fp32 numerators: the weights rounded as they are made, not
-// stored in fp32 and read back by a pass of their own.
-LONGQA_AVX512_BF16 inline void ExpRowsToBf16(const float* scores, int rows, int64_t tp,
-                                             float* inv_sum, at::BFloat16* weights) {
+// One row of softmax numerators: out[j] = e^(row[j] - shift) for tp scores (a multiple of 16), in
+// fp32 (W float; out may be the row itself) or bf16 rounded to nearest even as they are made (W
+// at::BFloat16: no fp32 copy stored and read back). Returns the sum of the fp32 numerators.
+template <typename W>
+LONGQA_AVX512_BF16 inline float ExpRow(const float* row, int64_t tp, float shift, W* out) {
+  const __m512 by = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < tp; j += 16) {
+    const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), by));
+    sum = _mm512_add_ps(sum, e);
+    if constexpr (std::is_same_v<W, float>) {
+      _mm512_storeu_ps(out + j, e);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), (__m256i)_mm512_cvtneps_pbh(e));
+    }
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+// ExpRow with each row's own max for `rows` rows of scores [rows][tp] into weights [rows][tp]
+// (the scores themselves, in place, or bf16); inv_sum[r] = 1 / the row's sum (applied to the
+// weighted sum's R x dh outputs instead of the R x T weights).
+template <typename W>
+LONGQA_AVX512_BF16 inline void ExpRows(const float* scores, int rows, int64_t tp, float* inv_sum,
+                                       W* weights) {
   for (int r = 0; r < rows; ++r) {
     const float* row = scores + r * tp;
-    const __m512 shift = RowMax(row, tp);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < tp; j += 16) {
-      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
-      sum = _mm512_add_ps(sum, e);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(weights + r * tp + j),
-                          (__m256i)_mm512_cvtneps_pbh(e));
-    }
-    inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
+    inv_sum[r] = 1.0f / ExpRow(row, tp, RowMax(row, tp), weights + r * tp);
   }
 }
 

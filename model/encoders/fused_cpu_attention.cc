@@ -64,7 +64,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Head<T, O>& h, int64_t i0, Scratch& w) {
   if constexpr (!kDotProducts<A>) {
     attention_tiles::ScoreRows<R>(h.q + i0 * h.ld, h.ld, w.kt.data(), h.tp, dh, scale,
                                   w.bias.data(), scores);
-    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data());
+    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data(), scores);
     const attention_tiles::ValueRows values[] = {{h.v, h.ld, h.t, 0}};
     attention_tiles::WeightedSum<R, NV>(scores, h.tp, values, w.inv_sum.data(),
                                         h.out + i0 * h.out_ld, h.out_ld);
@@ -77,7 +77,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Head<T, O>& h, int64_t i0, Scratch& w) {
       attention_tiles::ScoreRowsBf16<R>(h.q + i0 * h.ld, h.ld, w.kp.data(), h.tp, dh, scale,
                                         w.bias.data(), scores);
     }
-    attention_tiles::ExpRowsToBf16(scores, R, h.tp, w.inv_sum.data(), w.weights.data());
+    attention_tiles::ExpRows(scores, R, h.tp, w.inv_sum.data(), w.weights.data());
     const attention_tiles::ValuePairs values[] = {{w.vp.data(), h.t, 0}};
     attention_tiles::WeightedSum<R, NV>(w.weights.data(), h.tp, values, w.inv_sum.data(),
                                         h.out + i0 * h.out_ld, h.out_ld);
@@ -192,15 +192,8 @@ LONGQA_AMX void SoftmaxNumerators(AmxScratch& w, int64_t tp, float scale) {
       _mm512_storeu_ps(row + j, x);
       most = _mm512_max_ps(most, x);
     }
-    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(most));
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < tp; j += 16) {
-      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift));
-      sum = _mm512_add_ps(sum, e);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.weights.data() + r * tp + j),
-                          (__m256i)_mm512_cvtneps_pbh(e));  // round to nearest even
-    }
-    w.inv_sum[r] = 1.0f / _mm512_reduce_add_ps(sum);
+    w.inv_sum[r] = 1.0f / attention_tiles::ExpRow(row, tp, _mm512_reduce_max_ps(most),
+                                                  w.weights.data() + r * tp);
   }
 }
 

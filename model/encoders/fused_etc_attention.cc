@@ -126,7 +126,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, con
   const int64_t d = s.h * dh;
   const int64_t at = (first + i0) * d + head * dh;
   if constexpr (std::is_same_v<T, float>) {
-    attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data());
+    attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data(), scores);
     const attention_tiles::ValueRows values[] = {{vg, dh, s.n_g, 0}, {vl, dh, 3 * s.b, s.g_cols}};
     if (s.out.f != nullptr) {
       attention_tiles::WeightedSum<R, NV>(scores, s.tp, values, w.inv_sum.data(), s.out.f + at, d);
@@ -135,7 +135,7 @@ LONGQA_AVX512_BF16 void RowBlock(const Shared<T>& s, Scratch& w, const T* q, con
                                           d);
     }
   } else {
-    attention_tiles::ExpRowsToBf16(scores, R, s.tp, w.inv_sum.data(), w.weights.data());
+    attention_tiles::ExpRows(scores, R, s.tp, w.inv_sum.data(), w.weights.data());
     const attention_tiles::ValuePairs values[] = {{w.vpg.data(), s.n_g, 0},
                                                   {w.vpl.data(), 3 * s.b, s.g_cols}};
     if (s.out.f != nullptr) {
@@ -283,26 +283,16 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
     } else {
       AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }
-    __m512 most = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < tp; j += 16) {
-      most = _mm512_max_ps(most, _mm512_loadu_ps(row_scores + j));
-    }
     const float previous = w.top[i0 + r];
-    const float top = std::max(previous, _mm512_reduce_max_ps(most));
-    const __m512 shift = _mm512_set1_ps(top);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < tp; j += 16) {
-      const __m512 e = simd::ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row_scores + j), shift));
-      sum = _mm512_add_ps(sum, e);
-      if constexpr (std::is_same_v<T, float>) {
-        _mm512_storeu_ps(row_scores + j, e);
-      } else {  // bf16 heads: the weights rounded as they are made (ExpRowsToBf16)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.weights.data() + r * tp + j),
-                            (__m256i)_mm512_cvtneps_pbh(e));
-      }
+    const float top = std::max(previous, attention_tiles::RowMax(row_scores, tp));
+    float sum = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      sum = attention_tiles::ExpRow(row_scores, tp, top, row_scores);
+    } else {  // bf16 heads: the weights rounded as they are made
+      sum = attention_tiles::ExpRow(row_scores, tp, top, w.weights.data() + r * tp);
     }
     w.alpha[r] = std::exp(previous - top);  // 0 at the first chunk (previous = -inf)
-    w.total[i0 + r] = w.total[i0 + r] * w.alpha[r] + _mm512_reduce_add_ps(sum);
+    w.total[i0 + r] = w.total[i0 + r] * w.alpha[r] + sum;
     w.top[i0 + r] = top;
   }
   if constexpr (std::is_same_v<T, float>) {
