@@ -12,13 +12,15 @@ a term, then its description). Their structure gives natural questions with know
   term_what     "What is LS_COLORS in ls?"  -> a non-option entry (file, variable, command)
   unanswerable  an option or command of another page, absent from the document
 A document is a run of consecutive paragraphs of one page around the answer (NAME first), of
---min_tokens to --max_tokens words and punctuation marks. Pages are split by name (a hash): no
+--min_tokens to --max_tokens words and punctuation marks, written as `man` prints it or (a
+--markdown share) as a README would: headings, `code`, wrapped lines, entries in lists or tables. Pages are split by name (a hash): no
 test page is ever trained on; half the test questions use phrasings training never sees (field
 "phrasing": "seen" or "heldout"). Output: JSONL in the gold format `longqa eval` reads
 (docs/cli.md) plus "kind", as tools/make_dataset.py writes it.
 
 Usage: tools/make_manpage_dataset.py --out DIR [--seed 1] [--train N --dev N --test N]
-                                     [--min_tokens 150 --max_tokens 900] [--max_pages N] PAGE...
+                                     [--min_tokens 150 --max_tokens 900] [--max_pages N]
+                                     [--markdown 0.5] PAGE...
 PAGE: a man page (rendered with `man -l`), or its rendering as text (a .txt file).
 """
 import argparse
@@ -28,6 +30,7 @@ import os
 import random
 import re
 import subprocess
+import textwrap
 from dataclasses import dataclass, field
 
 # Phrasings: (seen, held out). {cmd} is the page's command, {flag} an option, {desc} a description.
@@ -251,7 +254,7 @@ def questions_of(page, rng, heldout):
 
 
 def document_around(rng, page, answer, min_tokens, max_tokens):
-    """Consecutive paragraphs around `answer` (its index), NAME first: (paragraphs, answer's)."""
+    """Consecutive paragraphs around `answer` (its index), NAME first: (them, answer's index)."""
     target = rng.randint(min_tokens, max_tokens)
     lo, hi = answer, answer + 1
     size = tokens(page.paragraphs[answer].text)
@@ -266,24 +269,79 @@ def document_around(rng, page, answer, min_tokens, max_tokens):
     name = next((i for i, p in enumerate(page.paragraphs) if p.kind == "name"), None)
     if name is not None and name < lo:
         chosen = [name] + chosen
-    return [page.paragraphs[i].text for i in chosen], chosen.index(answer)
+    return [page.paragraphs[i] for i in chosen], chosen.index(answer)
 
 
-def gold(example_id, kind, question, paragraphs, answer, short, phrasing):
+def plain_document(paragraphs, answer):
+    """The paragraphs as `man` prints them: (texts, the answer's index, where its entry starts)."""
+    return [p.text for p in paragraphs], answer, 0
+
+
+def markdown_document(rng, paragraphs, answer):
+    """The paragraphs as a README writes them: "## Heading", `code` in prose, lines wrapped at 100
+    columns, and each run of entries one list or table (one paragraph between blank lines, as in
+    this repository's docs). Returns (texts, the answer's index, where its entry starts in it)."""
+    table = rng.random() < 0.4
+    header = rng.choice([("option", "meaning"), ("name", "description"), ("flag", "what it does")])
+    texts, at, entry_from, run = [], None, 0, []
+
+    def flush():
+        nonlocal at, entry_from
+        if not run:
+            return
+        block = f"| {header[0]} | {header[1]} |\n| --- | --- |\n" if table else ""
+        for i, p in run:
+            if i == answer:
+                at, entry_from = len(texts), len(block)
+            line = f"| `{p.tag}` | {p.body} |" if table else textwrap.fill(
+                f"- `{p.tag}`: {p.body}", 100, subsequent_indent="  ", break_long_words=False,
+                break_on_hyphens=False)
+            block += line + "\n"
+        texts.append(block.rstrip("\n"))
+        run.clear()
+
+    for i, p in enumerate(paragraphs):
+        if p.kind == "entry":
+            run.append((i, p))
+            continue
+        flush()
+        if i == answer:
+            at, entry_from = len(texts), 0
+        text = p.text
+        if p.kind == "heading":
+            text = "## " + text
+        elif p.kind == "prose":
+            text = FLAG.sub(lambda m: f"`{m.group(1)}`", text)
+        texts.append(text if p.kind == "heading" else textwrap.fill(
+            text, 100, break_long_words=False, break_on_hyphens=False))
+    flush()
+    return texts, at, entry_from
+
+
+def gold(example_id, kind, question, texts, answer, short, phrasing, entry_from=0):
+    """A gold example; the short answer is looked for from `entry_from` in the answer's text, and
+    may be wrapped over lines there."""
     example = {"example_id": example_id, "kind": kind, "question": question,
-               "paragraphs": paragraphs, "long_answer": None, "short_answers": [],
+               "paragraphs": texts, "long_answer": None, "short_answers": [],
                "yes_no_answer": "NONE", "phrasing": phrasing}
     if answer is None:
         return example
-    start = sum(len(p.encode()) + 2 for p in paragraphs[:answer])
-    text = paragraphs[answer]
+    start = sum(len(p.encode()) + 2 for p in texts[:answer])
+    text = texts[answer]
     example["long_answer"] = {"start_byte": start, "end_byte": start + len(text.encode())}
-    if short and (short[0].isalnum() or short[0] in "-~/$"):
-        at = text.find(short)
-        if at >= 0 and tokens(short) <= 30:
-            s = start + len(text[:at].encode())
-            example["short_answers"] = [{"start_byte": s, "end_byte": s + len(short.encode())}]
+    if short and (short[0].isalnum() or short[0] in "-~/$") and tokens(short) <= 30:
+        m = re.compile(r"\s+".join(map(re.escape, short.split()))).search(text, entry_from)
+        if m:
+            s = start + len(text[:m.start()].encode())
+            example["short_answers"] = [
+                {"start_byte": s, "end_byte": s + len(m.group(0).encode())}]
     return example
+
+
+def written(rng, paragraphs, answer, markdown_share):
+    if rng.random() < markdown_share:
+        return markdown_document(rng, paragraphs, answer)
+    return plain_document(paragraphs, answer)
 
 
 def split_of(command):
@@ -319,6 +377,8 @@ def main():
     parser.add_argument("--min_tokens", type=int, default=150)
     parser.add_argument("--max_tokens", type=int, default=900)
     parser.add_argument("--max_pages", type=int, default=0, help="use at most N pages (0: all)")
+    parser.add_argument("--markdown", type=float, default=0.5,
+                        help="share of documents written as Markdown (lists, tables, `code`)")
     parser.add_argument("--max_family", type=int, default=10,
                         help="at most N pages whose file names share a first word (gcloud-*)")
     parser.add_argument("pages", nargs="+")
@@ -358,9 +418,10 @@ def main():
                     if not question:
                         continue
                     answer = rng.randrange(len(page.paragraphs))
-                    paragraphs, _ = document_around(rng, page, answer, args.min_tokens,
-                                                    args.max_tokens)
-                    example = gold(f"{split}-{n}", kind, question, paragraphs, None, "",
+                    paragraphs, at = document_around(rng, page, answer, args.min_tokens,
+                                                     args.max_tokens)
+                    texts, _, _ = written(rng, paragraphs, at, args.markdown)
+                    example = gold(f"{split}-{n}", kind, question, texts, None, "",
                                    "heldout" if heldout else "seen")
                 else:
                     candidates = [q for q in questions_of(page, rng, heldout) if q[0] == kind]
@@ -369,8 +430,9 @@ def main():
                     _, question, answer, short = rng.choice(candidates)
                     paragraphs, at = document_around(rng, page, answer, args.min_tokens,
                                                      args.max_tokens)
-                    example = gold(f"{split}-{n}", kind, question, paragraphs, at, short,
-                                   "heldout" if heldout else "seen")
+                    texts, at, entry_from = written(rng, paragraphs, at, args.markdown)
+                    example = gold(f"{split}-{n}", kind, question, texts, at, short,
+                                   "heldout" if heldout else "seen", entry_from)
                 out.write(json.dumps(example) + "\n")
                 n += 1
         print(f"{split}: {n} examples from {len(pages)} pages")

@@ -81,11 +81,12 @@ def command_asked(question):
     raise AssertionError(f"not a question about a command: {question}")
 
 
-def generate(tmp_path, name, seed):
+def generate(tmp_path, name, seed, markdown=0):
     out = tmp_path / name
     subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "60",
-                    "--dev", "0", "--test", "30", "--min_tokens", "20", "--max_tokens", "120"]
-                   + write_pages(tmp_path), check=True, capture_output=True)
+                    "--dev", "0", "--test", "30", "--min_tokens", "20", "--max_tokens", "120",
+                    "--markdown", str(markdown)] + write_pages(tmp_path), check=True,
+                   capture_output=True)
     return {split: [json.loads(line) for line in open(out / f"{split}.jsonl")]
             for split in ("train", "test")}
 
@@ -152,3 +153,32 @@ def test_pages_split_by_name_and_phrasings_held_out(tmp_path):
 def test_deterministic_for_a_seed(tmp_path):
     assert generate(tmp_path, "c", 3) == generate(tmp_path, "d", 3)
     assert generate(tmp_path, "c", 3) != generate(tmp_path, "e", 4)
+
+
+def test_markdown_documents_hold_entries_in_lists_or_tables(tmp_path):
+    """As a README writes it: a run of entries is one paragraph (a list or a table) and the short
+    answer is the asked entry's, found inside that block, even where a line wraps."""
+    data = generate(tmp_path, "m", 5, markdown=1)
+    styles, most_entries = set(), 0
+    for e in data["train"] + data["test"]:
+        assert not any(p.startswith(("Description", "Output control")) for p in e["paragraphs"])
+        if e["long_answer"] is None or e["kind"] not in ("option_what", "option_which"):
+            continue
+        raw = "\n\n".join(e["paragraphs"]).encode()
+        la, (sa,) = e["long_answer"], e["short_answers"]
+        block = raw[la["start_byte"]:la["end_byte"]].decode()
+        styles.add("table" if block.startswith("| ") else "list")
+        assert all(line.startswith(("|", "- `", "  ")) for line in block.split("\n"))
+        most_entries = max(most_entries, block.count("\n- `") + block.count("\n| `") + 1)
+        # The answer's line: the entry whose tag holds the flag asked about.
+        line_start = raw.rfind(b"\n", 0, sa["start_byte"]) + 1
+        line = raw[line_start:].decode().split("\n")[0]
+        short = raw[sa["start_byte"]:sa["end_byte"]].decode()
+        if e["kind"] == "option_which":
+            assert line.startswith(("| `", "- `")) and line.split("`")[1] == short
+        else:
+            flag = re.search(r"(?<![\w-])--?[\w-]+", e["question"]).group(0)
+            entry = " ".join(raw[line_start:la["end_byte"]].decode().split())
+            _, tag, description = entry.split("`", 2)
+            assert flag in tag and description.lstrip(": |").startswith(" ".join(short.split()))
+    assert styles == {"table", "list"} and most_entries >= 4
