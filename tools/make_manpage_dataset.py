@@ -105,6 +105,7 @@ def squash(text):
 
 
 def render(path):
+    """A man page as `man` prints it 2,000 columns wide, as plain text (a .txt file: as it is)."""
     if path.endswith(".txt"):
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
@@ -147,8 +148,9 @@ def parse_page(text, entry_separator=" "):
             if not block:
                 continue
             first = block[0]
-        if indent(first) < 5 and len(block) > 1 and all(indent(l) > indent(first) for l in block[1:]) \
-                and not first.strip().startswith("-") and section != "NAME":
+        rest = block[1:]
+        if (indent(first) < 5 and rest and all(indent(line) > indent(first) for line in rest)
+                and not first.strip().startswith("-") and section != "NAME"):
             # A subsection heading (indent 3) over its first paragraph.
             page.paragraphs.append(Paragraph(squash(first), "heading"))
             block = block[1:]
@@ -162,7 +164,7 @@ def parse_page(text, entry_separator=" "):
                 page.paragraphs.append(Paragraph(f"{names} - {m.group(2)}", "name", names,
                                                  m.group(2)))
             continue
-        rest = [line for line in block[1:]]
+        rest = block[1:]
         if rest and all(indent(line) > indent(first) for line in rest):
             tag, body = squash(first), squash(" ".join(rest))
         else:
@@ -339,7 +341,7 @@ def gold(example_id, kind, question, texts, answer, short, phrasing, entry_from=
 
 
 def written(rng, paragraphs, answer, markdown_share):
-    if rng.random() < markdown_share:
+    if markdown_share > 0 and rng.random() < markdown_share:
         return markdown_document(rng, paragraphs, answer)
     return plain_document(paragraphs, answer)
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Teaches a trained MiniLM model real English (docs/demo-model.md, "Real English from man pages"):
+#   1. data: questions about this machine's man pages (tools/make_manpage_dataset.py; pages split
+#      by name, so the test pages are never trained on), as `man` prints them (man) and half of
+#      them written as Markdown (man-md), each mixed with synthetic s1 and s2 examples of
+#      tools/train_minilm.sh's seeds so the generator's skills (yes/no, no answer) stay;
+#   2. round 1 from FROM (a model folder, e.g. models/demo of session 20) on the man mix, then
+#      round 2 from round 1 on the Markdown mix with synthetic examples round 1 did not see;
+#   3. the null threshold on man-page dev (both styles) + 100 8k-32k synthetic dev documents, the
+#      bf16 folder (tools/ship_model.py), then the scores per kind (tools/demo_report.py): the
+#      man-page test split as printed and as Markdown, the synthetic test split, bench/real_text.
+# Re-running resumes the training and redoes the scores.
+# Usage: tools/train_minilm_realtext.sh FROM [WORK]   (default WORK build/realtext-train; env
+# BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+export BUILD="${BUILD:-$ROOT/build}"
+FROM="$1"
+WORK="${2:-$BUILD/realtext-train}"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+THREADS="${THREADS:-2}"
+DATA="$WORK/data"
+mkdir -p "$DATA"
+
+synthetic() {  # name seed train dev test min max: the seeds of tools/train_minilm.sh
+  [[ -s "$DATA/$1/dev.jsonl" ]] && return
+  "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$DATA/$1" --seed "$2" --train "$3" --dev "$4" \
+    --test "$5" --min_tokens "$6" --max_tokens "$7"
+}
+synthetic long 21 0 200 200 8000 32000
+synthetic s1 31 6000 100 0 220 600
+synthetic s2 32 4000 100 0 600 2000
+man_split() {  # name seed train dev test markdown-share
+  [[ -s "$DATA/$1/dev.jsonl" || -s "$DATA/$1/test.jsonl" ]] && return
+  # shellcheck disable=SC2086  # MAN_PAGES: a glob list
+  "$PYTHON" "$ROOT/tools/make_manpage_dataset.py" --out "$DATA/$1" --seed "$2" --train "$3" \
+    --dev "$4" --test "$5" --markdown "$6" --min_tokens 150 --max_tokens 900 \
+    ${MAN_PAGES:-/usr/share/man/man1/*.gz /usr/share/man/man5/*.gz /usr/share/man/man8/*.gz}
+}
+man_split man 7 8000 200 300 0
+man_split man-md 8 6000 200 0 0.5
+man_split man-mdtest 9 0 0 300 1
+if [[ ! -s "$DATA/calib.jsonl" ]]; then
+  "$PYTHON" - "$DATA" <<'PY'
+import json, os, random, sys
+data = sys.argv[1]
+def load(split, prefix, first, last):  # example ids made unique across the sets
+    rows = []
+    for line in open(f"{data}/{split}.jsonl").readlines()[first:last]:
+        g = json.loads(line)
+        g["example_id"] = prefix + g["example_id"]
+        rows.append(json.dumps(g) + "\n")
+    return rows
+def write(name, rows, seed=None):
+    if seed is not None:
+        random.Random(seed).shuffle(rows)
+    os.makedirs(os.path.dirname(f"{data}/{name}"), exist_ok=True)
+    open(f"{data}/{name}", "w").writelines(rows)
+write("mix/train.jsonl", load("man/train", "man-", 0, 6000) + load("s1/train", "s1-", 0, 2600)
+      + load("s2/train", "s2-", 0, 1400), 11)
+write("mix/dev.jsonl", load("man/dev", "man-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
+write("mix2/train.jsonl", load("man-md/train", "md-", 0, 5000)
+      + load("s1/train", "s1-", 2600, 4400) + load("s2/train", "s2-", 1400, 2400), 12)
+write("mix2/dev.jsonl", load("man-md/dev", "md-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
+write("calib.jsonl", load("man/dev", "man-", 0, 200) + load("long/dev", "long-", 0, 100)
+      + load("man-md/dev", "md-", 120, 200))
+PY
+fi
+
+train() {  # from, to, mix, steps, lr, warmup, seed, evaluate every
+  stdbuf -oL "$BUILD/train/longqa-train" --init_model "$1" --out "$2" \
+    --stages "$DATA/$3/train.jsonl" --stage_dev "$DATA/$3/dev.jsonl" --steps "$4" --lr "$5" \
+    --warmup "$6" --seed "$7" --eval_every "$8" --batch_tokens 2048 --max_batch 8 \
+    --eval_examples 90 --save_every 50 --threads "$THREADS" --device cpu >> "$2.log" 2>&1
+}
+train "$FROM" "$WORK/realtext" mix 1500 3e-5 30 5 100
+train "$WORK/realtext" "$WORK/realtext2" mix2 800 2e-5 20 6 200
+
+eval="$WORK/eval"
+EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$DATA/calib.jsonl" "$eval/calib" \
+  "$WORK/realtext2"
+threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/realtext2.txt")
+"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/realtext2" "$WORK/shipped" --dtype bf16 \
+  --null_threshold "$threshold" --default_precision bf16,int8 --int8_recheck_margin 0.3
+cp "$FROM/calibration.txt" "$WORK/shipped/" 2>/dev/null || true
+"$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$DATA/real.jsonl"
+for set in man/test man-mdtest/test real long/test; do
+  gold="$DATA/$set.jsonl"
+  name="${set//\//-}"
+  "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$WORK/shipped"
+  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "shipped=$eval/$name/shipped.predictions.json" |
+    tee "$eval/$name/shipped.kinds.md"
+done
