@@ -409,32 +409,28 @@ def main():
         wanted = getattr(args, split)
         with open(os.path.join(args.out, f"{split}.jsonl"), "w") as out:
             n = 0
-            for attempt in range(wanted * 50):
+            for _ in range(wanted * 50):
                 if n == wanted or not pages:
                     break
                 page = rng.choice(pages)
                 heldout = split == "test" and rng.random() < 0.5
                 kind = KINDS[n % len(KINDS)]
                 if kind == "unanswerable":
-                    question = absent_question(rng, page, pages, heldout)
+                    question, short = absent_question(rng, page, pages, heldout), ""
                     if not question:
                         continue
-                    answer = rng.randrange(len(page.paragraphs))
-                    paragraphs, at = document_around(rng, page, answer, args.min_tokens,
-                                                     args.max_tokens)
-                    texts, _, _ = written(rng, paragraphs, at, args.markdown)
-                    example = gold(f"{split}-{n}", kind, question, texts, None, "",
-                                   "heldout" if heldout else "seen")
+                    answer = rng.randrange(len(page.paragraphs))  # where the document is cut
                 else:
                     candidates = [q for q in questions_of(page, rng, heldout) if q[0] == kind]
                     if not candidates:
                         continue
                     _, question, answer, short = rng.choice(candidates)
-                    paragraphs, at = document_around(rng, page, answer, args.min_tokens,
-                                                     args.max_tokens)
-                    texts, at, entry_from = written(rng, paragraphs, at, args.markdown)
-                    example = gold(f"{split}-{n}", kind, question, texts, at, short,
-                                   "heldout" if heldout else "seen", entry_from)
+                paragraphs, at = document_around(rng, page, answer, args.min_tokens,
+                                                 args.max_tokens)
+                texts, at, entry_from = written(rng, paragraphs, at, args.markdown)
+                example = gold(f"{split}-{n}", kind, question, texts,
+                               None if kind == "unanswerable" else at, short,
+                               "heldout" if heldout else "seen", entry_from)
                 out.write(json.dumps(example) + "\n")
                 n += 1
         print(f"{split}: {n} examples from {len(pages)} pages")
