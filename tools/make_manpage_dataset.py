@@ -369,8 +369,10 @@ def absent_question(rng, page, others, heldout):
     return None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def split_arguments(doc):
+    """A parser with the options the real-text generators share: where to write, the seed,
+    examples per split, document length in words and punctuation marks."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--train", type=int, default=6000)
@@ -378,6 +380,11 @@ def main():
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--min_tokens", type=int, default=150)
     parser.add_argument("--max_tokens", type=int, default=900)
+    return parser
+
+
+def main():
+    parser = split_arguments(__doc__)
     parser.add_argument("--max_pages", type=int, default=0, help="use at most N pages (0: all)")
     parser.add_argument("--markdown", type=float, default=0.5,
                         help="share of documents written as Markdown (lists, tables, `code`)")

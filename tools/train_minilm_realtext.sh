@@ -9,9 +9,13 @@
 #   3. the null threshold on man-page dev (both styles) + 100 8k-32k synthetic dev documents, the
 #      bf16 folder (tools/ship_model.py), then the scores per kind (tools/demo_report.py): the
 #      man-page test split as printed and as Markdown, the synthetic test split, bench/real_text.
+# With PROSE=1, a round 3 from round 2 on README prose (tools/make_prose_dataset.py: this machine's
+# /usr/share/doc READMEs and the Python manual's reST sources, python3.11-doc fetched with
+# apt-get download into WORK/src) mixed with man-page and synthetic examples rounds 1-2 did not
+# see; its threshold, folder (WORK/shipped3) and scores (WORK/eval3, the prose test split too).
 # Re-running resumes the training and redoes the scores.
 # Usage: tools/train_minilm_realtext.sh FROM [WORK]   (default WORK build/realtext-train; env
-# BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8)
+# BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8, PROSE)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -34,10 +38,25 @@ man_split() {  # name seed train dev test markdown-share
 man_split man 7 8000 200 300 0
 man_split man-md 8 6000 200 0 0.5
 man_split man-mdtest 9 0 0 300 1
-if [[ ! -s "$DATA/calib.jsonl" ]]; then
-  "$PYTHON" - "$DATA" <<'PY'
+if [[ -n "${PROSE:-}" && ! -s "$DATA/prose/dev.jsonl" ]]; then
+  src="$WORK/src/python3.11-doc"
+  if [[ ! -d "$src" ]]; then
+    mkdir -p "$src"
+    (cd "$WORK/src" && apt-get download python3.11-doc)
+    dpkg-deb -x "$WORK"/src/python3.11-doc_*.deb "$src"
+  fi
+  { find /usr/share/doc -type f \( -iname "readme*" -o -iname "*.md" -o -iname "*.md.gz" \
+      -o -iname "*.rst" -o -iname "*.rst.gz" -o -iname "*.txt" -o -iname "*.txt.gz" \) \
+      ! -iname "*changelog*" ! -iname "*copyright*" ! -iname "*license*" ! -iname "*copying*" \
+      ! -iname "*news*" -print0
+    find "$src" -name "*.rst.txt" -print0; } |
+    xargs -0 "$PYTHON" "$ROOT/tools/make_prose_dataset.py" --out "$DATA/prose" --seed 13 \
+      --train 3000 --dev 200 --test 300
+fi
+# The mixes: each round's examples from rows of the sets no earlier round took.
+"$PYTHON" - "$DATA" "${PROSE:-}" <<'PY'
 import json, os, random, sys
-data = sys.argv[1]
+data, prose = sys.argv[1], sys.argv[2]
 def load(split, prefix, first, last):  # example ids made unique across the sets
     rows = []
     for line in open(f"{data}/{split}.jsonl").readlines()[first:last]:
@@ -50,16 +69,24 @@ def write(name, rows, seed=None):
         random.Random(seed).shuffle(rows)
     os.makedirs(os.path.dirname(f"{data}/{name}"), exist_ok=True)
     open(f"{data}/{name}", "w").writelines(rows)
-write("mix/train.jsonl", load("man/train", "man-", 0, 6000) + load("s1/train", "s1-", 0, 2600)
-      + load("s2/train", "s2-", 0, 1400), 11)
-write("mix/dev.jsonl", load("man/dev", "man-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
-write("mix2/train.jsonl", load("man-md/train", "md-", 0, 5000)
-      + load("s1/train", "s1-", 2600, 4400) + load("s2/train", "s2-", 1400, 2400), 12)
-write("mix2/dev.jsonl", load("man-md/dev", "md-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
-write("calib.jsonl", load("man/dev", "man-", 0, 200) + load("long/dev", "long-", 0, 100)
-      + load("man-md/dev", "md-", 120, 200))
+if not os.path.exists(f"{data}/calib.jsonl"):
+    write("mix/train.jsonl", load("man/train", "man-", 0, 6000) + load("s1/train", "s1-", 0, 2600)
+          + load("s2/train", "s2-", 0, 1400), 11)
+    write("mix/dev.jsonl", load("man/dev", "man-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
+    write("mix2/train.jsonl", load("man-md/train", "md-", 0, 5000)
+          + load("s1/train", "s1-", 2600, 4400) + load("s2/train", "s2-", 1400, 2400), 12)
+    write("mix2/dev.jsonl", load("man-md/dev", "md-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
+    write("calib.jsonl", load("man/dev", "man-", 0, 200) + load("long/dev", "long-", 0, 100)
+          + load("man-md/dev", "md-", 120, 200))
+if prose and not os.path.exists(f"{data}/calib3.jsonl"):
+    write("mix3/train.jsonl", load("prose/train", "prose-", 0, None)
+          + load("man/train", "man-", 6000, 6800) + load("man-md/train", "md-", 5000, 5800)
+          + load("s1/train", "s1-", 4400, 5000) + load("s2/train", "s2-", 2400, 2800), 13)
+    write("mix3/dev.jsonl", load("prose/dev", "prose-", 0, 100) + load("man-md/dev", "md-", 0, 60)
+          + load("s1/dev", "s1-", 0, 40), 3)
+    write("calib3.jsonl", open(f"{data}/calib.jsonl").readlines()
+          + load("prose/dev", "prose-", 100, 200))
 PY
-fi
 
 train() {  # from, to, mix, steps, lr, warmup, seed, evaluate every
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$1" --out "$2" \
@@ -69,19 +96,28 @@ train() {  # from, to, mix, steps, lr, warmup, seed, evaluate every
 }
 train "$FROM" "$WORK/realtext" mix 1500 3e-5 30 5 100
 train "$WORK/realtext" "$WORK/realtext2" mix2 800 2e-5 20 6 200
+# The round scored: its calibration set, folder, scores and test sets.
+last=realtext2 calib=calib eval="$WORK/eval" shipped="$WORK/shipped"
+sets="man/test man-mdtest/test real long/test"
+if [[ -n "${PROSE:-}" ]]; then
+  train "$WORK/realtext2" "$WORK/realtext3" mix3 800 2e-5 20 7 200
+  last=realtext3 calib=calib3 eval="$WORK/eval3" shipped="$WORK/shipped3" sets="prose/test $sets"
+fi
 
-eval="$WORK/eval"
-EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$DATA/calib.jsonl" "$eval/calib" \
-  "$WORK/realtext2"
-threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/realtext2.txt")
-"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/realtext2" "$WORK/shipped" --dtype bf16 \
+EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$DATA/$calib.jsonl" "$eval/calib" \
+  "$WORK/$last"
+threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/$last.txt")
+"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$last" "$shipped" --dtype bf16 \
   --null_threshold "$threshold" --default_precision bf16,int8 --int8_recheck_margin 0.3
-cp "$FROM/calibration.txt" "$WORK/shipped/" 2>/dev/null || true
+# int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
+cp "$FROM/calibration.txt" "$shipped/" 2>/dev/null ||
+  cp "$ROOT/models/demo/calibration.txt" "$shipped/"
 "$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$DATA/real.jsonl"
-for set in man/test man-mdtest/test real long/test; do
+for set in $sets; do
   gold="$DATA/$set.jsonl"
   name="${set//\//-}"
-  "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$WORK/shipped"
-  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "shipped=$eval/$name/shipped.predictions.json" |
-    tee "$eval/$name/shipped.kinds.md"
+  "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$shipped"
+  folder=$(basename "$shipped")
+  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "$folder=$eval/$name/$folder.predictions.json" |
+    tee "$eval/$name/$folder.kinds.md"
 done

@@ -1,0 +1,146 @@
+"""tools/make_prose_dataset.py: README sentences turned into wh-questions (Lewis et al. 2019's
+rule-based cloze translation), gold spans that point at the answers, files split by name, held-out
+wh-phrases only in test, deterministic for a seed."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "make_prose_dataset.py")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import make_prose_dataset as tool  # noqa: E402
+
+
+def asked(sentence, heldout=False):
+    """Every (answer, question) the tool makes of one sentence."""
+    out = []
+    for answer in tool.answers_in(sentence):
+        question = tool.question_of(sentence, answer, heldout)
+        if question:
+            out.append((sentence[answer[1]:answer[2]], question))
+    return out
+
+
+def test_clauses_become_wh_questions():
+    assert asked("The image listens on port 8080.") == [
+        ("8080", "Which port does the image listen on?")]
+    assert asked("The image listens on port 8080.", heldout=True) == [
+        ("8080", "What port does the image listen on?")]
+    assert asked("The default timeout is 30 seconds.") == [
+        ("30 seconds", "How long is the default timeout?")]
+    assert asked("The dashboard has 16 panels.") == [
+        ("16", "How many panels does the dashboard have?")]
+    assert asked("The container image runs as uid 10001 and serves metrics.") == [
+        ("10001", "Which uid does the container image run as?")]
+    assert asked("Every request waits for 2 s before it is retried.") == [
+        ("2 s", "How long does every request wait for before it is retried?")]
+    assert asked("The server stores its state in `/var/lib/longqa`.") == [
+        ("/var/lib/longqa", "What does the server store its state in?")]
+    assert asked("Its cache is limited to 4 KiB.") == [
+        ("4 KiB", "How large is its cache limited to?")]
+    assert asked("This tool was written by Linus Torvalds.") == [
+        ("Linus Torvalds", "Who was this tool written by?")]
+
+
+def test_answers_inside_a_noun_phrase_or_without_words_to_find_are_left_out():
+    assert asked("The manual is in the `doc/` directory.") == []  # `doc/` modifies "directory"
+    assert asked("The tests cover 100% of the code.") == []  # a part of something
+    assert asked("Linux and FreeBSD are supported.") == []  # a capital first word is no subject
+    assert asked("It returns `None`.") == []  # nothing but a pronoun and a verb to find it by
+    assert asked("Huge thanks to `bob` for the fix.") == []
+
+
+def test_readme_markup_is_read_as_text():
+    p = tool.paragraphs_of("# Title\n\nSee [the guide](http://x.org) for **more**.\n\n"
+                           "```\ncode\n\nmore code\n```\n\n- one item.\n- The port is `80`.\n\n"
+                           "| a | b |\n| 1 | 2 |\n\nSection\n=======\n\n    indented code")
+    assert [x.kind for x in p] == ["heading", "prose", "code", "prose", "table", "heading", "code"]
+    assert tool.plain(p[1].text) == "See the guide for more."
+    assert list(tool.sentences_of(p[3])) == []  # items too short to ask about
+    (item,) = tool.paragraphs_of("- The server listens on port 8080 by default.\n- Another one "
+                                 "listens on the port 9090 for metrics.")
+    assert list(tool.sentences_of(item)) == ["The server listens on port 8080 by default.",
+                                             "Another one listens on the port 9090 for metrics."]
+    assert tool.plain(":func:`os.getcwd` and ``x``") == "`os.getcwd` and `x`"
+
+
+SENTENCES = [  # {p}: the package's name, {n}: a number of its own
+    "The {p} {p}x listens on port {n}.",
+    "The {p} {p}x is limited to {n} MB.",
+    "The {p} {p}x stores its {p}y in `/var/lib/{p}`.",
+    "The {p} {p}x was designed by Ada Lovelace{n}.",
+    "The {p} {p}x has {n} slots.",
+]
+PACKAGE = re.compile(r"pkg[a-j]{2}(?![a-z])")
+HELD_OUT = ("what port", "what size", "what exactly", "which person", "what number of")
+
+
+def write_docs(tmp_path, count=40):
+    """READMEs of `count` packages (pkgaa, pkgab, ...), every one with an answer of each kind."""
+    paths = []
+    for i in range(count):
+        p = "pkg" + "".join(chr(97 + int(d)) for d in f"{i:02d}")
+        body = " ".join(s.format(p=p, n=1000 + i) for s in SENTENCES)
+        filler = " ".join(f"The {p} notes say {k} things." for k in range(30))
+        folder = tmp_path / "doc" / p
+        folder.mkdir(parents=True)
+        path = folder / "README.md"
+        path.write_text(f"# {p}\n\n{filler}\n\n{body}\n\n{filler}\n")
+        paths.append(str(path))
+    return paths
+
+
+def generate(tmp_path, name, seed):
+    out = tmp_path / name
+    subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "80",
+                    "--dev", "0", "--test", "40", "--min_tokens", "60", "--max_tokens", "300"]
+                   + write_docs(tmp_path / name), check=True, capture_output=True)
+    return {split: [json.loads(line) for line in open(out / f"{split}.jsonl")]
+            for split in ("train", "test")}
+
+
+def test_gold_spans_point_at_the_answers(tmp_path):
+    data = generate(tmp_path, "a", 1)
+    kinds = set()
+    expected = {"number": r"\d{4}( MB)?", "code": r"/var/lib/pkg[a-j]{2}",
+                "name": r"Ada Lovelace\d{4}"}
+    for split, examples in data.items():
+        assert examples, split
+        for e in examples:
+            kinds.add(e["kind"])
+            text = "\n\n".join(e["paragraphs"])
+            package = PACKAGE.search(text).group(0)
+            if e["kind"] == "unanswerable":
+                assert e["long_answer"] is None and e["short_answers"] == []
+                # Asked of another package's README: that name is nowhere in this document.
+                other = PACKAGE.search(e["question"]).group(0)
+                assert other != package and other not in text
+                continue
+            raw = text.encode()
+            la, (sa,) = e["long_answer"], e["short_answers"]
+            assert la["start_byte"] <= sa["start_byte"] < sa["end_byte"] <= la["end_byte"]
+            short = raw[sa["start_byte"]:sa["end_byte"]].decode()
+            assert re.fullmatch(expected[e["kind"]], short), (e["kind"], short)
+            assert short not in e["question"] and package in e["question"]
+    assert kinds == {"number", "code", "name", "unanswerable"}
+
+
+def test_files_split_by_name_and_wh_phrases_held_out(tmp_path):
+    data = generate(tmp_path, "b", 2)
+    for split, examples in data.items():
+        for e in examples:
+            package = PACKAGE.search("\n\n".join(e["paragraphs"])).group(0)
+            assert tool.split_of(f"{package}/README.md") == split
+    assert {e["phrasing"] for e in data["train"]} == {"seen"}
+    assert {e["phrasing"] for e in data["test"]} == {"seen", "heldout"}
+    for e in data["train"] + data["test"]:
+        held = e["question"].lower().startswith(HELD_OUT)
+        assert held == (e["phrasing"] == "heldout"), e["question"]
+
+
+def test_deterministic_for_a_seed(tmp_path):
+    first = generate(tmp_path, "c", 3)
+    assert first == generate(tmp_path, "d", 3)
+    assert first != generate(tmp_path, "e", 4)
