@@ -106,7 +106,8 @@ fi
 
 EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$DATA/$calib.jsonl" "$eval/calib" \
   "$WORK/$last"
-threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/$last.txt")
+# The last run's threshold (an interrupted run's client may have appended its own before it).
+threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/$last.txt" | tail -n1)
 "$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$last" "$shipped" --dtype bf16 \
   --null_threshold "$threshold" --default_precision bf16,int8 --int8_recheck_margin 0.3
 # int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
