@@ -34,7 +34,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_manpage_dataset import (  # noqa: E402
-    Page, Paragraph, document_around, gold, split_arguments, split_of)
+    Page, Paragraph, document_around, gold, split_arguments, split_of, tokens)
 
 # Wh-phrases: (seen, held out); {noun}: the word the answer counts or names.
 WH = {
@@ -81,7 +81,8 @@ directive keyword macro attribute property event signal code error status target
 device driver interface domain host address url endpoint database bucket namespace label
 environment shell editor compiler interpreter backend frontend engine encoding algorithm cipher
 certificate daemon unit timer hook filter pattern""".split())
-# Sentence starters lower-cased when the clause is turned around.
+# A clause's subject: a pronoun, or a noun phrase after a determiner; lower-cased when the clause
+# is turned around.
 PRONOUNS = {"it", "this", "that", "they", "you", "we", "he", "she", "one"}
 DETERMINERS = {"the", "this", "that", "these", "those", "its", "their", "each", "every", "a", "an",
                "our", "your", "my", "his", "her", "all", "some", "any", "no"}
@@ -95,13 +96,6 @@ NOT_VERBS = {"is", "was", "has", "does", "its", "this", "thus", "as", "us", "plu
              "unless", "always", "sometimes", "perhaps", "whereas", "yes", "bus", "status",
              "address", "process", "access", "class", "alias", "series", "news", "options",
              "settings", "files", "users", "tests", "tools", "docs", "details", "values"}
-WORD = re.compile(r"\w+|[^\w\s]")
-
-
-def tokens(text):
-    return len(WORD.findall(text))
-
-
 def read_text(path):
     try:
         raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
@@ -152,7 +146,8 @@ def paragraphs_of(text):
 
 
 def plain(text):
-    """Markdown/reST markup a question should not carry: links, emphasis, list markers."""
+    """Text without the Markdown/reST markup a question should not carry: links, emphasis; reST
+    roles and ``literals`` as `code`."""
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"(?::[\w:.-]+:)?``?([^`]+?)``?(?:_\b)?", r"`\1`", text)  # reST roles, ``code``
     text = re.sub(r"(\*\*|__|\*(?=\w)|(?<=\w)\*)", "", text)
@@ -239,7 +234,7 @@ def lower_first(words):
 
 def subject_then(words, k):
     """Whether words[:k] reads as a clause's subject: a pronoun, or a short noun phrase that
-    starts with a determiner or a name ("The default timeout", "Its cache", "Prometheus")."""
+    starts with a determiner ("The default timeout", "Its cache")."""
     if not 1 <= k <= 5 or any(w.endswith((",", ";", ":")) for w in words[:k]):
         return False
     first = words[0]
@@ -255,7 +250,7 @@ def question_of(sentence, answer, heldout):
     the answer as the subject ("What collects metrics?"), an auxiliary inverted ("How long is the
     default timeout?") or "does" before a third-person verb ("Which port does the image listen
     on?")."""
-    kind, a0, a1, wh_type, noun, s0, s1 = answer
+    _, a0, a1, wh_type, noun, s0, s1 = answer
     wh = WH[wh_type][1 if heldout else 0].format(noun=noun)
     # The clause: cut at ";", ":", dashes and commas; parentheses are dropped.
     cut = r";\s|:\s|,\s|\s[-\u2013\u2014]+\s"
@@ -369,7 +364,9 @@ def absent_question(rng, doc, others, heldout):
     return None
 
 
-def example_of(example_id, kind, question, doc, rng, at, answer, where, phrasing, args):
+def example_of(example_id, kind, question, doc, rng, at, where, phrasing, args):
+    """A gold example: the paragraphs around paragraph `at`; the short answer where `where`
+    matched inside it (None: unanswerable)."""
     paragraphs, k = document_around(rng, doc, at, args.min_tokens, args.max_tokens)
     texts = [p.text for p in paragraphs]
     if kind == "unanswerable":
@@ -426,7 +423,7 @@ def main():
                     if not question:
                         continue
                     at = rng.randrange(len(doc.paragraphs))  # where the document is cut
-                    example = example_of(f"{split}-{n}", kind, question, doc, rng, at, None, None,
+                    example = example_of(f"{split}-{n}", kind, question, doc, rng, at, None,
                                          phrasing, args)
                 else:
                     doc = rng.choice(holding[kind])
@@ -440,10 +437,10 @@ def main():
                              if f[0] == kind and (doc.command, f[1]) not in asked]
                     if not facts:
                         continue
-                    _, question, at, answer, where = facts[0]
+                    _, question, at, _, where = facts[0]
                     asked.add((doc.command, question))
-                    example = example_of(f"{split}-{n}", kind, question, doc, rng, at, answer,
-                                         where, phrasing, args)
+                    example = example_of(f"{split}-{n}", kind, question, doc, rng, at, where,
+                                         phrasing, args)
                 out.write(json.dumps(example) + "\n")
                 n += 1
         print(f"{split}: {n} examples from {len(docs)} files")
