@@ -47,7 +47,7 @@ WH = {
     "thing": ("what", "what exactly"),
     "person": ("who", "which person"),
 }
-KINDS = ["number", "code", "name", "unanswerable"]
+ANSWERABLE = ["number", "code", "name"]  # in turn; "unanswerable": one question in six
 SIZE_UNITS = r"(?:[KMGT]i?B|[kKMG]|bytes?)"
 TIME_UNITS = r"(?:ms|s|secs?|seconds?|mins?|minutes?|hours?|h|days?|weeks?|months?|years?)"
 NUMBER = re.compile(rf"(?<![\w.,/:#-])(\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)"
@@ -315,13 +315,18 @@ def find_once(answer_text, paragraph):
 _FACTS = {}
 
 
-def facts_of(doc, rng, heldout):
-    """Every (kind, question, paragraph index, answer text, answer match) of a document, in an
-    order of the rng's."""
+def all_facts(doc, heldout):
+    """Every (kind, question, paragraph index, answer text, answer match) of a document, worked
+    out once a document and phrasing."""
     key = (id(doc), heldout)
     if key not in _FACTS:
         _FACTS[key] = _facts(doc, heldout)
-    out = list(_FACTS[key])
+    return _FACTS[key]
+
+
+def facts_of(doc, rng, heldout):
+    """A document's facts in an order of the rng's."""
+    out = list(all_facts(doc, heldout))
     rng.shuffle(out)
     return out
 
@@ -407,9 +412,9 @@ def main():
         with open(os.path.join(args.out, f"{split}.jsonl"), "w") as out:
             # Each kind draws from the files that still hold an unasked fact of it; a kind is
             # dropped from the cycle once none does.
-            holding = {k: [d for d in docs if any(f[0] == k for f in _facts(d, False))]
-                       for k in set(KINDS) - {"unanswerable"}}
-            kinds = [k for k in KINDS if k != "unanswerable" and holding[k]]
+            holding = {k: [d for d in docs if any(f[0] == k for f in all_facts(d, False))]
+                       for k in ANSWERABLE}
+            kinds = [k for k in ANSWERABLE if holding[k]]
             for _ in range(wanted * 50):
                 if n == wanted or not kinds:
                     break
@@ -428,7 +433,7 @@ def main():
                 else:
                     doc = rng.choice(holding[kind])
                     if not any(f[0] == kind and (doc.command, f[1]) not in asked
-                               for f in _facts(doc, False)):
+                               for f in all_facts(doc, False)):
                         holding[kind].remove(doc)
                         if not holding[kind]:
                             kinds.remove(kind)

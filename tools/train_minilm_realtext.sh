@@ -114,11 +114,11 @@ threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/$last.txt"
 cp "$FROM/calibration.txt" "$shipped/" 2>/dev/null ||
   cp "$ROOT/models/demo/calibration.txt" "$shipped/"
 "$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$DATA/real.jsonl"
+folder=$(basename "$shipped")  # eval_demo.sh names the predictions after it
 for set in $sets; do
   gold="$DATA/$set.jsonl"
   name="${set//\//-}"
   "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$shipped"
-  folder=$(basename "$shipped")
   "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "$folder=$eval/$name/$folder.predictions.json" |
     tee "$eval/$name/$folder.kinds.md"
 done
