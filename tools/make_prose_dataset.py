@@ -14,6 +14,8 @@ wh-phrase fronted or left where the answer was ("the tests run on which port?").
   number        a number, with its unit or the noun it counts or names
   code          a `code` span or a "quoted" string
   name          a capitalised name inside a sentence
+  table         a table's cell, asked by its column's header and its row's first cell ("What is
+                the default of --drain_timeout_s?"; Markdown pipe and reST grid tables)
   unanswerable  another document's question, whose answer and half its content words this one lacks
 A document is a run of consecutive paragraphs of one file around the answer's paragraph (the long
 answer: the paragraph, a whole list as in NQ). Files are split by name (a hash of the path from
@@ -47,7 +49,7 @@ WH = {
     "thing": ("what", "what exactly"),
     "person": ("who", "which person"),
 }
-ANSWERABLE = ["number", "code", "name"]  # in turn; "unanswerable": one question in six
+ANSWERABLE = ["number", "code", "name", "table"]  # in turn; "unanswerable": one question in six
 SIZE_UNITS = r"(?:[KMGT]i?B|[kKMG]|bytes?)"
 TIME_UNITS = r"(?:ms|s|secs?|seconds?|mins?|minutes?|hours?|h|days?|weeks?|months?|years?)"
 NUMBER = re.compile(rf"(?<![\w.,/:#-])(\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)"
@@ -312,6 +314,130 @@ def find_once(answer_text, paragraph):
     return hits[0] if len(hits) == 1 else None
 
 
+# Tables: a row's cell under a column, asked by the column's header and the row's first cell
+# ("| `--drain_timeout_s` | 30 |" under "| flag | default |" -> "What is the default of
+# --drain_timeout_s?"); the long answer is the whole table, as NQ's.
+TABLE_WH = ("what {be} the {header} of {key}", "what {header} does {key} have")
+# Words no column's name holds ("fires when", "looks up the property"); "default" may.
+HEADER_STOP = (FUNCTION | AUX) - {"default", "first", "last", "new"}
+SEPARATOR = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*")
+
+
+def _pipe_cells(line, at):
+    """(start, end) in the paragraph of each cell of a Markdown table row starting at `at`;
+    a "|" inside `code` or escaped does not end a cell."""
+    bounds, quoted = [], False
+    for k, c in enumerate(line):
+        if c == "`":
+            quoted = not quoted
+        elif c == "|" and not quoted and (k == 0 or line[k - 1] != "\\"):
+            bounds.append(k)
+    if line.lstrip().startswith("|"):
+        bounds = bounds[1:]
+    starts = [0 if not line.lstrip().startswith("|") else line.index("|") + 1] + [
+        b + 1 for b in bounds]
+    ends = bounds + [len(line)]
+    cells = [(at + s, at + e) for s, e in zip(starts, ends) if s <= e]
+    if line.rstrip().endswith("|"):
+        cells = cells[:-1]  # the empty cell after the closing "|"
+    return cells
+
+
+def table_of(text):
+    """A table paragraph as (header names, rows): a row is a list of cells, a cell (its text,
+    its span in the paragraph or None where it runs over lines). Markdown pipe tables and reST
+    grid tables with a header; None for any other (merged cells, no header)."""
+    lines, at = text.split("\n"), 0
+    starts = []
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    if len(lines) >= 3 and SEPARATOR.fullmatch(lines[1]) and lines[0].lstrip().startswith("|"):
+        rows = [[(text[s:e], (s, e)) for s, e in _pipe_cells(line, start)]
+                for line, start in zip(lines, starts) if not SEPARATOR.fullmatch(line)]
+    elif lines[0].lstrip().startswith("+-") and any(ln.lstrip().startswith("+=") for ln in lines):
+        pad = len(lines[0]) - len(lines[0].lstrip())  # an indented table: offsets past it
+        if any(ln[:pad].strip() for ln in lines):
+            return None
+        lines, starts = [ln[pad:] for ln in lines], [s + pad for s in starts]
+        cuts = [k for k, c in enumerate(lines[0]) if c == "+"]
+        rows, group = [], []
+        for line, start in zip(lines[1:], starts[1:]):
+            if line.startswith(("+-", "+=")):
+                if line.rstrip() != lines[0].rstrip().replace("-", line[1]) or not group:
+                    return None  # a merged cell, or no row between two borders
+                cells = []
+                for a, b in zip(cuts, cuts[1:]):
+                    parts = [(ln[a + 1:b], s + a + 1) for ln, s in group if ln[a + 1:b].strip()]
+                    joined = " ".join(p.strip() for p, _ in parts)
+                    span = None
+                    if len(parts) == 1:
+                        p, s = parts[0]
+                        span = (s, s + len(p))
+                    cells.append((joined, span))
+                rows.append(cells)
+                group = []
+            elif all(k < len(line) and line[k] == "|" for k in cuts):
+                group.append((line, start))
+            else:
+                return None
+        header_rows = next(k for k, line in enumerate(
+            ln for ln in lines if ln.startswith(("+-", "+="))) if line.startswith("+="))
+        if header_rows != 1:
+            return None
+    else:
+        return None
+    if len(rows) < 3 or any(len(r) != len(rows[0]) for r in rows) or len(rows[0]) < 2:
+        return None
+    header = [re.sub(r"[`*]", "", plain(c)).strip() for c, _ in rows[0]]
+    return header, rows[1:]
+
+
+def _cell_span(text, span):
+    """A cell's span without its padding and the markup around it (`code`, **bold**)."""
+    s, e = span
+    while s < e and text[s] in " *`":
+        s += 1
+    while e > s and text[e - 1] in " *`":
+        e -= 1
+    return s, e
+
+
+def table_facts(text, heldout):
+    """(question, answer text, answer match) for each cell a table's header and first column
+    name well enough to ask about."""
+    table = table_of(text)
+    if table is None or tokens(text) > 1000:
+        return []
+    header, rows = table
+    keys = [re.sub(r"[`*\\]", "", plain(r[0][0])).strip() for r in rows]
+    out = []
+    for row, key in zip(rows, keys):
+        if keys.count(key) > 1 or not re.fullmatch(r"[\w'-][\w .,:/+'-]{0,60}", key) or len(
+                key.split()) > 8:
+            continue
+        for name, (_, span) in zip(header[1:], row[1:]):
+            words = name.lower().split()
+            # A noun phrase of up to three words names the column ("default", "min version").
+            if span is None or not re.fullmatch(r"[A-Za-z][A-Za-z .-]{1,30}", name) or len(
+                    words) > 3 or set(words) & HEADER_STOP:
+                continue
+            s, e = _cell_span(text, span)
+            answer = text[s:e]
+            if not re.search(r"\w", answer) or tokens(answer) > 12 or re.search(
+                    r"[\[\]<>|`\\]|://|^[-\u2013\u2014?]+$", answer) or answer == key:
+                continue
+            plural = words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is"))
+            label = name if name.isupper() else name.lower()
+            question = TABLE_WH[1 if heldout else 0].format(
+                be="are" if plural else "is", header=label, key=key)
+            question = question[0].upper() + question[1:] + "?"
+            if answer.lower() in question.lower():
+                continue
+            out.append((question, answer, re.compile(re.escape(answer)).match(text, s)))
+    return out
+
+
 _FACTS = {}
 
 
@@ -334,6 +460,8 @@ def facts_of(doc, rng, heldout):
 def _facts(doc, heldout):
     out = []
     for i, p in enumerate(doc.paragraphs):
+        if p.kind == "table":
+            out += [("table", q, i, a, where) for q, a, where in table_facts(p.text, heldout)]
         if p.kind != "prose":
             continue
         for sentence in sentences_of(p):
@@ -343,7 +471,9 @@ def _facts(doc, heldout):
                 where = find_once(text, p.text)
                 if question and where and tokens(text) <= 20 and not re.search(r"[<>]|://", text):
                     out.append((answer[0], question, i, text, where))
-    return out
+    # A question the file answers in two places (two tables with one key) has no one answer.
+    asked = [f[1] for f in out]
+    return [f for f in out if asked.count(f[1]) == 1]
 
 
 def content_words(text):

@@ -81,7 +81,7 @@ if not os.path.exists(f"{data}/calib.jsonl"):
 if prose and not os.path.exists(f"{data}/calib3.jsonl"):
     write("mix3/train.jsonl", load("prose/train", "prose-", 0, None)
           + load("man/train", "man-", 6000, 6800) + load("man-md/train", "md-", 5000, 5800)
-          + load("s1/train", "s1-", 4400, 5000) + load("s2/train", "s2-", 2400, 2800), 13)
+          + load("s1/train", "s1-", 4400, 5600) + load("s2/train", "s2-", 2400, 3200), 13)
     write("mix3/dev.jsonl", load("prose/dev", "prose-", 0, 100) + load("man-md/dev", "md-", 0, 60)
           + load("s1/dev", "s1-", 0, 40), 3)
     write("calib3.jsonl", open(f"{data}/calib.jsonl").readlines()

@@ -66,6 +66,47 @@ def test_readme_markup_is_read_as_text():
     assert tool.plain(":func:`os.getcwd` and ``x``") == "`os.getcwd` and `x`"
 
 
+def test_table_cells_become_questions_by_header_and_first_column():
+    text = ("| flag | default | meaning |\n| --- | --- | --- |\n"
+            "| `--drain_timeout_s` | 30 | how long SIGTERM waits |\n"
+            "| `--listen` | `127.0.0.1:50051` | the gRPC address |\n"
+            "| `--threads` | 0 | compute threads; 0 picks |")
+    facts = tool.table_facts(text, heldout=False)
+    asked_ = {q: a for q, a, _ in facts}
+    assert asked_["What is the default of --drain_timeout_s?"] == "30"
+    assert asked_["What is the default of --listen?"] == "127.0.0.1:50051"  # without the `code`
+    assert asked_["What is the meaning of --threads?"] == "compute threads; 0 picks"
+    for _, answer, where in facts:  # the span is the cell's, not an equal text elsewhere
+        assert where.group(0) == answer
+    (_, _, zero), = [f for f in facts if f[0] == "What is the default of --threads?"]
+    assert text[:zero.start()].endswith("| `--threads` | ")
+    held = {q for q, _, _ in tool.table_facts(text, heldout=True)}
+    assert "What default does --listen have?" in held
+    # An indented reST grid table: a cell over two lines is no answer, its row's key still is.
+    grid = ("   +-------+-------------+---------+\n"
+            "   | Name  | Description | Default |\n"
+            "   +=======+=============+=========+\n"
+            "   | alpha | first line  | 10      |\n"
+            "   |       | second line |         |\n"
+            "   +-------+-------------+---------+\n"
+            "   | beta  | one line    | 20      |\n"
+            "   +-------+-------------+---------+\n"
+            "   | gamma | another one | 30      |\n"
+            "   +-------+-------------+---------+")
+    got = {q: a for q, a, _ in tool.table_facts(grid, heldout=False)}
+    assert got == {"What is the default of alpha?": "10", "What is the description of beta?":
+                   "one line", "What is the default of beta?": "20",
+                   "What is the description of gamma?": "another one",
+                   "What is the default of gamma?": "30"}
+    merged = grid.replace("   +-------+-------------+---------+\n   | beta",
+                          "   +-------+-------------+         +\n   | beta")
+    assert tool.table_of(merged) is None
+    # A question a file answers in two tables has no one answer: left out.
+    doc = tool.Page("x/README.md", tool.paragraphs_of(text + "\n\n" + text.replace("30", "60")))
+    assert "What is the default of --drain_timeout_s?" not in [f[1] for f in tool.all_facts(
+        doc, False)]
+
+
 SENTENCES = [  # {p}: the package's name, {n}: a number of its own
     "The {p} {p}x listens on port {n}.",
     "The {p} {p}x is limited to {n} MB.",
@@ -74,7 +115,8 @@ SENTENCES = [  # {p}: the package's name, {n}: a number of its own
     "The {p} {p}x has {n} slots.",
 ]
 PACKAGE = re.compile(r"pkg[a-j]{2}(?![a-z])")
-HELD_OUT = ("what port", "what size", "what exactly", "which person", "what number of")
+HELD_OUT = ("what port", "what size", "what exactly", "which person", "what number of",
+            "what default")
 
 
 def write_docs(tmp_path, count=40):
@@ -84,10 +126,12 @@ def write_docs(tmp_path, count=40):
         p = "pkg" + "".join(chr(97 + int(d)) for d in f"{i:02d}")
         body = " ".join(s.format(p=p, n=1000 + i) for s in SENTENCES)
         filler = " ".join(f"The {p} notes say {k} things." for k in range(30))
+        table = (f"| setting | default |\n| --- | --- |\n| {p}_timeout | {1000 + i} s |\n"
+                 f"| {p}_mode | fast{1000 + i} |\n| {p}_dir | `/srv/{p}` |")
         folder = tmp_path / "doc" / p
         folder.mkdir(parents=True)
         path = folder / "README.md"
-        path.write_text(f"# {p}\n\n{filler}\n\n{body}\n\n{filler}\n")
+        path.write_text(f"# {p}\n\n{filler}\n\n{body}\n\n{table}\n\n{filler}\n")
         paths.append(str(path))
     return paths
 
@@ -105,7 +149,7 @@ def test_gold_spans_point_at_the_answers(tmp_path):
     data = generate(tmp_path, "a", 1)
     kinds = set()
     expected = {"number": r"\d{4}( MB)?", "code": r"/var/lib/pkg[a-j]{2}",
-                "name": r"Ada Lovelace\d{4}"}
+                "name": r"Ada Lovelace\d{4}", "table": r"\d{4} s|fast\d{4}|/srv/pkg[a-j]{2}"}
     for split, examples in data.items():
         assert examples, split
         for e in examples:
@@ -124,7 +168,7 @@ def test_gold_spans_point_at_the_answers(tmp_path):
             short = raw[sa["start_byte"]:sa["end_byte"]].decode()
             assert re.fullmatch(expected[e["kind"]], short), (e["kind"], short)
             assert short not in e["question"] and package in e["question"]
-    assert kinds == {"number", "code", "name", "unanswerable"}
+    assert kinds == {"number", "code", "name", "table", "unanswerable"}
 
 
 def test_files_split_by_name_and_wh_phrases_held_out(tmp_path):
