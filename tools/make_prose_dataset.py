@@ -323,6 +323,14 @@ HEADER_STOP = (FUNCTION | AUX) - {"default", "first", "last", "new"}
 SEPARATOR = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*")
 
 
+def _line_starts(lines):
+    out, at = [], 0
+    for line in lines:
+        out.append(at)
+        at += len(line) + 1
+    return out
+
+
 def _pipe_cells(line, at):
     """(start, end) in the paragraph of each cell of a Markdown table row starting at `at`;
     a "|" inside `code` or escaped does not end a cell."""
@@ -333,61 +341,61 @@ def _pipe_cells(line, at):
         elif c == "|" and not quoted and (k == 0 or line[k - 1] != "\\"):
             bounds.append(k)
     if line.lstrip().startswith("|"):
-        bounds = bounds[1:]
-    starts = [0 if not line.lstrip().startswith("|") else line.index("|") + 1] + [
-        b + 1 for b in bounds]
-    ends = bounds + [len(line)]
-    cells = [(at + s, at + e) for s, e in zip(starts, ends) if s <= e]
-    if line.rstrip().endswith("|"):
-        cells = cells[:-1]  # the empty cell after the closing "|"
-    return cells
+        first, bounds = bounds[0] + 1, bounds[1:]
+    else:
+        first = 0
+    cells = [(at + s, at + e)
+             for s, e in zip([first] + [b + 1 for b in bounds], bounds + [len(line)])]
+    return cells[:-1] if line.rstrip().endswith("|") else cells  # not the void after a closing "|"
+
+
+def _pipe_rows(text):
+    """A Markdown pipe table's rows, the header first, or None."""
+    lines = text.split("\n")
+    if len(lines) < 3 or not SEPARATOR.fullmatch(lines[1]) or not lines[0].lstrip().startswith("|"):
+        return None
+    return [[(text[s:e], (s, e)) for s, e in _pipe_cells(line, start)]
+            for line, start in zip(lines, _line_starts(lines)) if not SEPARATOR.fullmatch(line)]
+
+
+def _grid_cell(group, a, b):
+    """The cell between the column borders at a and b of a grid table row's lines: its text, and
+    its span where it stands on one line (None where it runs over several)."""
+    parts = [(line[a + 1:b], start + a + 1) for line, start in group if line[a + 1:b].strip()]
+    span = (parts[0][1], parts[0][1] + len(parts[0][0])) if len(parts) == 1 else None
+    return " ".join(part.strip() for part, _ in parts), span
+
+
+def _grid_rows(text):
+    """A reST grid table's rows, its one header row first, or None (no header, merged cells)."""
+    lines = text.split("\n")
+    pad = len(lines[0]) - len(lines[0].lstrip())  # an indented table: offsets past the indent
+    if not lines[0].lstrip().startswith("+-") or any(line[:pad].strip() for line in lines):
+        return None
+    lines, starts = [line[pad:] for line in lines], [s + pad for s in _line_starts(lines)]
+    cuts = [k for k, c in enumerate(lines[0]) if c == "+"]
+    rows, group = [], []
+    for line, start in zip(lines[1:], starts[1:]):
+        if line.startswith(("+-", "+=")):
+            # Each border as the top one (no merged cell), after a row; "=" under the header only.
+            if (line.rstrip() != lines[0].rstrip().replace("-", line[1]) or not group
+                    or (line[1] == "=") != (not rows)):
+                return None
+            rows.append([_grid_cell(group, a, b) for a, b in zip(cuts, cuts[1:])])
+            group = []
+        elif all(k < len(line) and line[k] == "|" for k in cuts):
+            group.append((line, start))
+        else:
+            return None
+    return None if group else rows
 
 
 def table_of(text):
     """A table paragraph as (header names, rows): a row is a list of cells, a cell (its text,
     its span in the paragraph or None where it runs over lines). Markdown pipe tables and reST
-    grid tables with a header; None for any other (merged cells, no header)."""
-    lines, at = text.split("\n"), 0
-    starts = []
-    for line in lines:
-        starts.append(at)
-        at += len(line) + 1
-    if len(lines) >= 3 and SEPARATOR.fullmatch(lines[1]) and lines[0].lstrip().startswith("|"):
-        rows = [[(text[s:e], (s, e)) for s, e in _pipe_cells(line, start)]
-                for line, start in zip(lines, starts) if not SEPARATOR.fullmatch(line)]
-    elif lines[0].lstrip().startswith("+-") and any(ln.lstrip().startswith("+=") for ln in lines):
-        pad = len(lines[0]) - len(lines[0].lstrip())  # an indented table: offsets past it
-        if any(ln[:pad].strip() for ln in lines):
-            return None
-        lines, starts = [ln[pad:] for ln in lines], [s + pad for s in starts]
-        cuts = [k for k, c in enumerate(lines[0]) if c == "+"]
-        rows, group = [], []
-        for line, start in zip(lines[1:], starts[1:]):
-            if line.startswith(("+-", "+=")):
-                if line.rstrip() != lines[0].rstrip().replace("-", line[1]) or not group:
-                    return None  # a merged cell, or no row between two borders
-                cells = []
-                for a, b in zip(cuts, cuts[1:]):
-                    parts = [(ln[a + 1:b], s + a + 1) for ln, s in group if ln[a + 1:b].strip()]
-                    joined = " ".join(p.strip() for p, _ in parts)
-                    span = None
-                    if len(parts) == 1:
-                        p, s = parts[0]
-                        span = (s, s + len(p))
-                    cells.append((joined, span))
-                rows.append(cells)
-                group = []
-            elif all(k < len(line) and line[k] == "|" for k in cuts):
-                group.append((line, start))
-            else:
-                return None
-        header_rows = next(k for k, line in enumerate(
-            ln for ln in lines if ln.startswith(("+-", "+="))) if line.startswith("+="))
-        if header_rows != 1:
-            return None
-    else:
-        return None
-    if len(rows) < 3 or any(len(r) != len(rows[0]) for r in rows) or len(rows[0]) < 2:
+    grid tables with a header; None for any other."""
+    rows = _pipe_rows(text) or _grid_rows(text)
+    if not rows or len(rows) < 3 or any(len(r) != len(rows[0]) for r in rows) or len(rows[0]) < 2:
         return None
     header = [re.sub(r"[`*]", "", plain(c)).strip() for c, _ in rows[0]]
     return header, rows[1:]
