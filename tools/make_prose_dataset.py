@@ -33,6 +33,7 @@ import os
 import random
 import re
 import sys
+from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_manpage_dataset import (  # noqa: E402
@@ -98,6 +99,8 @@ NOT_VERBS = {"is", "was", "has", "does", "its", "this", "thus", "as", "us", "plu
              "unless", "always", "sometimes", "perhaps", "whereas", "yes", "bus", "status",
              "address", "process", "access", "class", "alias", "series", "news", "options",
              "settings", "files", "users", "tests", "tools", "docs", "details", "values"}
+
+
 def read_text(path):
     try:
         raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
@@ -419,9 +422,10 @@ def table_facts(text, heldout):
         return []
     header, rows = table
     keys = [re.sub(r"[`*\\]", "", plain(r[0][0])).strip() for r in rows]
+    key_count = Counter(keys)
     out = []
     for row, key in zip(rows, keys):
-        if keys.count(key) > 1 or not re.fullmatch(r"[\w'-][\w .,:/+'-]{0,60}", key) or len(
+        if key_count[key] > 1 or not re.fullmatch(r"[\w'-][\w .,:/+'-]{0,60}", key) or len(
                 key.split()) > 8:
             continue
         for name, (_, span) in zip(header[1:], row[1:]):
@@ -480,8 +484,8 @@ def _facts(doc, heldout):
                 if question and where and tokens(text) <= 20 and not re.search(r"[<>]|://", text):
                     out.append((answer[0], question, i, text, where))
     # A question the file answers in two places (two tables with one key) has no one answer.
-    asked = [f[1] for f in out]
-    return [f for f in out if asked.count(f[1]) == 1]
+    asked = Counter(f[1] for f in out)
+    return [f for f in out if asked[f[1]] == 1]
 
 
 def content_words(text):
