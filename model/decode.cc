@@ -41,6 +41,35 @@ ByteRange TrimAnswer(std::string_view text, ByteRange r) {
   return r;
 }
 
+// The bytes a short answer starting in `paragraph` may not reach past: each cell border (a `|` not
+// glued to text on both sides) of a table row (a line whose first non-blank byte is `|`: Markdown
+// pipe and reST grid tables) and the end of each such row, sorted. A table's answer is one cell;
+// without this limit a model that finds the right cell runs its span on into the next ("Linux |
+// GCC").
+std::vector<int64_t> TableCellCuts(std::string_view text, ByteRange paragraph) {
+  std::vector<int64_t> cuts;
+  int64_t line = paragraph.first;
+  while (line < paragraph.second) {
+    int64_t end = line;
+    while (end < paragraph.second && text[end] != '\n') ++end;
+    int64_t first = line;
+    while (first < end && (text[first] == ' ' || text[first] == '\t')) ++first;
+    if (first < end && text[first] == '|') {
+      for (int64_t i = first; i < end; ++i) {
+        // A pipe glued to text on both sides ("--all|-a") is the cell's own text: written tables
+        // set their borders off with spaces (all 532 table rows under this machine's
+        // /usr/share/doc do).
+        const bool glued =
+            i > first && i + 1 < end && !IsSpace(text[i - 1]) && !IsSpace(text[i + 1]);
+        if (text[i] == '|' && !glued) cuts.push_back(i);
+      }
+      cuts.push_back(end);
+    }
+    line = end + 1;
+  }
+  return cuts;
+}
+
 }  // namespace
 
 float SpanMargin(const std::vector<AnswerSpan>& ranked) {
@@ -111,13 +140,18 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   const int64_t last = best_paragraph + 1 < static_cast<int64_t>(doc.paragraph_token.size())
                            ? doc.paragraph_token[best_paragraph + 1]
                            : static_cast<int64_t>(doc.ids.size());
+  const std::vector<int64_t> cuts = TableCellCuts(text, para);
   std::vector<AnswerSpan> candidates;
   for (int64_t s = first; s < last; ++s) {
     if (doc.spans[s].first == doc.spans[s].second) continue;
-    if (InsideWord(text, Trim(text, doc.spans[s]).first)) continue;
+    const int64_t start_byte = Trim(text, doc.spans[s]).first;
+    if (InsideWord(text, start_byte)) continue;
+    const auto cut = std::lower_bound(cuts.begin(), cuts.end(), start_byte);
+    const int64_t limit = cut == cuts.end() ? para.second : *cut;
     int64_t best_end = -1;
     for (int64_t e = s; e < std::min(last, s + options.max_answer_tokens); ++e) {
       if (doc.spans[e].first == doc.spans[e].second) continue;
+      if (doc.spans[e].second > limit) break;  // token ends grow with e
       if (InsideWord(text, doc.spans[e].second)) continue;
       if (best_end < 0 || logits.end[e] > logits.end[best_end]) best_end = e;
     }

@@ -85,5 +85,62 @@ TEST(DecodeTest, SpanMarginSkipsRunnersUpWithTheBestOnesBytes) {
   EXPECT_TRUE(std::isinf(SpanMargin({})));
 }
 
+// One paragraph of pieces at the given byte ranges of `text`; the paragraph token first.
+TokenizedDocument OneParagraph(const std::string& text, const std::vector<ByteRange>& pieces) {
+  TokenizedDocument doc;
+  doc.spans = {{0, 0}};
+  doc.spans.insert(doc.spans.end(), pieces.begin(), pieces.end());
+  doc.ids.assign(doc.spans.size(), 10);
+  doc.token_paragraph.assign(doc.spans.size(), 0);
+  doc.paragraph_bytes = {{0, static_cast<int64_t>(text.size())}};
+  doc.paragraph_token = {0};
+  return doc;
+}
+
+std::string BestShort(const std::string& text, const TokenizedDocument& doc,
+                      const std::vector<float>& start, const std::vector<float>& end) {
+  RequestLogits logits;
+  logits.type_logits = {0, 0, 0, 5, 0};
+  logits.start = start;
+  logits.end = end;
+  logits.long_score.assign(start.size(), 0.0f);
+  const QaAnswer a = DecodeAnswer(logits, doc, text, {});
+  if (a.short_answers.empty()) return "<none>";
+  return text.substr(a.short_answers[0].byte_begin,
+                     a.short_answers[0].byte_end - a.short_answers[0].byte_begin);
+}
+
+TEST(DecodeTest, ShortAnswerStaysInItsTableCell) {
+  // A pipe-table row: the end logits favour "Linux | GCC", across the cell border; the answer
+  // is the start's cell.
+  const std::string text = "| KVX | Linux | GCC |\n| x86 | Linux | Clang |";
+  const TokenizedDocument doc =
+      OneParagraph(text, {{0, 1}, {1, 5}, {5, 7}, {7, 13}, {13, 15}, {15, 19}, {19, 21}, {22, 23}});
+  //         |       KVX     |       Linux     |        GCC       |        | (row 2)
+  EXPECT_EQ(BestShort(text, doc, {0, 0, 0, 0, 9, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 0, 9, 0, 0}),
+            "Linux");
+  // A start on a border has no span; the next best start wins.
+  EXPECT_EQ(BestShort(text, doc, {0, 0, 0, 9, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 9, 0, 0, 0}),
+            "Linux");
+  // The last cell ends at the row's end, not in the next row.
+  EXPECT_EQ(BestShort(text, doc, {0, 0, 0, 0, 0, 0, 9, 0, 0}, {0, 0, 0, 0, 0, 0, 1, 0, 9}), "GCC");
+}
+
+TEST(DecodeTest, ShortAnswerMayHoldAGluedPipeInATableCell) {
+  // "--all|-a" is one cell's text: its pipe has no space beside it.
+  const std::string text = "| --all|-a | Send to all |";
+  const TokenizedDocument doc =
+      OneParagraph(text, {{0, 1}, {1, 7}, {7, 8}, {8, 10}, {10, 12}, {12, 17}, {17, 20}});
+  EXPECT_EQ(BestShort(text, doc, {0, 0, 9, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 9, 0, 0, 0}), "--all|-a");
+}
+
+TEST(DecodeTest, ShortAnswerMayHoldAPipeOutsideATable) {
+  // A shell pipe in a sentence is not a table: the span runs across it.
+  const std::string text = "Run ls | grep x now";
+  const TokenizedDocument doc =
+      OneParagraph(text, {{0, 3}, {3, 6}, {6, 8}, {8, 13}, {13, 15}, {15, 19}});
+  EXPECT_EQ(BestShort(text, doc, {0, 0, 9, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 9, 0}), "ls | grep x");
+}
+
 }  // namespace
 }  // namespace longqa
