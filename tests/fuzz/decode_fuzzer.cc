@@ -3,7 +3,7 @@
 // long-answer scores (and squad windows) of the document's tokens, repeating when short. Both
 // decoders (DecodeAnswer, DecodeSquadAnswer). Checks: no crash; spans inside the text, on code
 // point boundaries, inside the long answer's paragraph (squad: starting in it); at most n_best
-// short answers.
+// short answers; DecodeAnswer's short answers inside one table cell.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -31,6 +31,28 @@ void Check(const longqa::QaAnswer& answer, std::string_view text, int64_t n_best
                                    (runs_on ? span.byte_begin >= answer.long_answer.byte_end
                                             : span.byte_end > answer.long_answer.byte_end))) {
       longqa::fuzz::Fail("short answer outside its long answer", span.byte_begin, span.byte_end);
+    }
+  }
+}
+
+bool Blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// A short answer that starts on a table row (a line whose first non-blank byte is `|`) holds no
+// line end and no cell border: no `|` at the line's first non-blank byte or its end, or with a
+// blank beside it.
+void CheckInsideTableCell(std::string_view text, const longqa::AnswerSpan& span) {
+  const size_t b = static_cast<size_t>(span.byte_begin);
+  const size_t line = b == 0 ? 0 : text.find_last_of('\n', b - 1) + 1;  // npos + 1 == 0
+  const size_t line_end = std::min(text.find('\n', b), text.size());
+  size_t first = line;
+  while (first < line_end && (text[first] == ' ' || text[first] == '\t')) ++first;
+  if (first == line_end || text[first] != '|') return;
+  for (size_t i = b; i < static_cast<size_t>(span.byte_end); ++i) {
+    if (text[i] == '\n')
+      longqa::fuzz::Fail("short answer leaves its table row", span.byte_begin, i);
+    if (text[i] == '|' &&
+        (i == first || i + 1 == line_end || Blank(text[i - 1]) || Blank(text[i + 1]))) {
+      longqa::fuzz::Fail("short answer crosses a table cell border", span.byte_begin, i);
     }
   }
 }
@@ -90,7 +112,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       logits.end.push_back(take());
       logits.long_score.push_back(take());
     }
-    Check(longqa::DecodeAnswer(logits, *doc, text, options), text, options.n_best, false);
+    const longqa::QaAnswer answer = longqa::DecodeAnswer(logits, *doc, text, options);
+    Check(answer, text, options.n_best, false);
+    for (const longqa::AnswerSpan& span : answer.short_answers) CheckInsideTableCell(text, span);
   }
   return 0;
 }

@@ -19,6 +19,7 @@ TEXTS = [
     "The ÉLAN of naïve café-goers: e\u0301, ﬁ, ＡＢＣ１２３ and 北京是中国的首都。",
     "עברית and العربية, 👨‍👩‍👧‍👦 emoji, \u200b zero width, \t\x01 control\r\n\r\nend",
     "a" * 300 + " " + "word " * 50,
+    "| Flag | Meaning |\n|---|---|\n| --all|-a | every process |\n\n  | KVX | Linux | GCC |\r\n|x|y",
 ]
 
 
