@@ -66,11 +66,11 @@ struct RequestLogits {
 // best long score. Short candidates: for every start token in that paragraph, the best end at or
 // after it within max_answer_tokens; ranked by start + end logit. A short answer never starts or
 // ends inside a word (between two ASCII letters/digits), so subword pieces cannot cut words, and
-// never crosses a table cell border (a `|` with a space or line end beside it, on a line that
-// starts with `|`) or a table row's end. Spans are trimmed of surrounding ASCII whitespace (pieces
-// carry their leading space) and of trailing . , ; : ! ? (a piece may glue a word to the full
-// stop), so they never split a UTF-8 character. Spans ranked best first: the best one's lead over
-// the first with other bytes (infinity: none).
+// never crosses a table cell border (a `|` with a blank or the line's edge beside it, on a line
+// that starts with `|`) or a table row's end. Spans are trimmed of surrounding ASCII whitespace
+// (pieces carry their leading space) and of trailing . , ; : ! ? (a piece may glue a word to the
+// full stop), so they never split a UTF-8 character. Spans ranked best first: the best one's lead
+// over the first with other bytes (infinity: none).
 float SpanMargin(const std::vector<AnswerSpan>& ranked);
 
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,

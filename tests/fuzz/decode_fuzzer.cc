@@ -48,8 +48,9 @@ void CheckInsideTableCell(std::string_view text, const longqa::AnswerSpan& span)
   while (first < line_end && (text[first] == ' ' || text[first] == '\t')) ++first;
   if (first == line_end || text[first] != '|') return;
   for (size_t i = b; i < static_cast<size_t>(span.byte_end); ++i) {
-    if (text[i] == '\n')
+    if (text[i] == '\n') {
       longqa::fuzz::Fail("short answer leaves its table row", span.byte_begin, i);
+    }
     if (text[i] == '|' &&
         (i == first || i + 1 == line_end || Blank(text[i - 1]) || Blank(text[i + 1]))) {
       longqa::fuzz::Fail("short answer crosses a table cell border", span.byte_begin, i);

@@ -112,11 +112,11 @@ std::string BestShort(const std::string& text, const TokenizedDocument& doc,
 
 TEST(DecodeTest, ShortAnswerStaysInItsTableCell) {
   // A pipe-table row: the end logits favour "Linux | GCC", across the cell border; the answer
-  // is the start's cell.
+  // is the start's cell. Pieces 1-8: "|", " KVX", " |", " Linux", " |", " GCC", " |", then row
+  // 2's "|".
   const std::string text = "| KVX | Linux | GCC |\n| x86 | Linux | Clang |";
   const TokenizedDocument doc =
       OneParagraph(text, {{0, 1}, {1, 5}, {5, 7}, {7, 13}, {13, 15}, {15, 19}, {19, 21}, {22, 23}});
-  //         |       KVX     |       Linux     |        GCC       |        | (row 2)
   EXPECT_EQ(BestShort(text, doc, {0, 0, 0, 0, 9, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 0, 9, 0, 0}),
             "Linux");
   // A start on a border has no span; the next best start wins.
