@@ -56,12 +56,13 @@ std::vector<int64_t> TableCellCuts(std::string_view text, ByteRange paragraph) {
     while (first < end && (text[first] == ' ' || text[first] == '\t')) ++first;
     if (first < end && text[first] == '|') {
       for (int64_t i = first; i < end; ++i) {
+        if (text[i] != '|') continue;
         // A pipe glued to text on both sides ("--all|-a") is the cell's own text: written tables
         // set their borders off with spaces (all 532 table rows under this machine's
         // /usr/share/doc do).
         const bool glued =
             i > first && i + 1 < end && !IsSpace(text[i - 1]) && !IsSpace(text[i + 1]);
-        if (text[i] == '|' && !glued) cuts.push_back(i);
+        if (!glued) cuts.push_back(i);
       }
       cuts.push_back(end);
     }
