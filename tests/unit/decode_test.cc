@@ -8,15 +8,35 @@
 namespace longqa {
 namespace {
 
+// One paragraph of pieces at the given byte ranges of `text`; the paragraph token first.
+TokenizedDocument OneParagraph(const std::string& text, const std::vector<ByteRange>& pieces) {
+  TokenizedDocument doc;
+  doc.spans = {{0, 0}};
+  doc.spans.insert(doc.spans.end(), pieces.begin(), pieces.end());
+  doc.ids.assign(doc.spans.size(), 10);
+  doc.token_paragraph.assign(doc.spans.size(), 0);
+  doc.paragraph_bytes = {{0, static_cast<int64_t>(text.size())}};
+  doc.paragraph_token = {0};
+  return doc;
+}
+
+std::string BestShort(const std::string& text, const TokenizedDocument& doc,
+                      const std::vector<float>& start, const std::vector<float>& end) {
+  RequestLogits logits;
+  logits.type_logits = {0, 0, 0, 5, 0};
+  logits.start = start;
+  logits.end = end;
+  logits.long_score.assign(start.size(), 0.0f);
+  const QaAnswer a = DecodeAnswer(logits, doc, text, {});
+  if (a.short_answers.empty()) return "<none>";
+  return text.substr(a.short_answers[0].byte_begin,
+                     a.short_answers[0].byte_end - a.short_answers[0].byte_begin);
+}
+
 TEST(DecodeTest, ShortAnswerDropsTrailingPunctuationGluedToAPiece) {
   // "Born in 1808. Yes": the pieces " 18" and "08." make the best span "1808.".
   const std::string text = "Born in 1808. Yes";
-  TokenizedDocument doc;
-  doc.ids = {4, 10, 11, 12, 13, 14};
-  doc.spans = {{0, 0}, {0, 4}, {4, 7}, {7, 10}, {10, 13}, {13, 17}};
-  doc.token_paragraph = {0, 0, 0, 0, 0, 0};
-  doc.paragraph_bytes = {{0, 17}};
-  doc.paragraph_token = {0};
+  const TokenizedDocument doc = OneParagraph(text, {{0, 4}, {4, 7}, {7, 10}, {10, 13}, {13, 17}});
   RequestLogits logits;
   logits.type_logits = {0, 0, 0, 5, 0};
   logits.start = {0, 0, 0, 9, 0, 0};
@@ -83,31 +103,6 @@ TEST(DecodeTest, SpanMarginSkipsRunnersUpWithTheBestOnesBytes) {
   EXPECT_FLOAT_EQ(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8.5f}, {0, 6, 10, 7}}), 2.0f);
   EXPECT_TRUE(std::isinf(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8}})));
   EXPECT_TRUE(std::isinf(SpanMargin({})));
-}
-
-// One paragraph of pieces at the given byte ranges of `text`; the paragraph token first.
-TokenizedDocument OneParagraph(const std::string& text, const std::vector<ByteRange>& pieces) {
-  TokenizedDocument doc;
-  doc.spans = {{0, 0}};
-  doc.spans.insert(doc.spans.end(), pieces.begin(), pieces.end());
-  doc.ids.assign(doc.spans.size(), 10);
-  doc.token_paragraph.assign(doc.spans.size(), 0);
-  doc.paragraph_bytes = {{0, static_cast<int64_t>(text.size())}};
-  doc.paragraph_token = {0};
-  return doc;
-}
-
-std::string BestShort(const std::string& text, const TokenizedDocument& doc,
-                      const std::vector<float>& start, const std::vector<float>& end) {
-  RequestLogits logits;
-  logits.type_logits = {0, 0, 0, 5, 0};
-  logits.start = start;
-  logits.end = end;
-  logits.long_score.assign(start.size(), 0.0f);
-  const QaAnswer a = DecodeAnswer(logits, doc, text, {});
-  if (a.short_answers.empty()) return "<none>";
-  return text.substr(a.short_answers[0].byte_begin,
-                     a.short_answers[0].byte_end - a.short_answers[0].byte_begin);
 }
 
 TEST(DecodeTest, ShortAnswerStaysInItsTableCell) {
