@@ -3,11 +3,15 @@
 // docs/cli.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "client/commands.h"
 #include "client/connection.h"
@@ -38,16 +42,47 @@ void PrintScores(const char* name, const PrecisionRecall& all, const PrecisionRe
   }
 }
 
+// --null_bands=4096[,16384...]: the first document-token count of each band after the first.
+std::vector<int64_t> ParseNullBands(const std::string& text) {
+  std::vector<int64_t> bounds;
+  if (text.empty()) return bounds;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value <= 0 ||
+        (!bounds.empty() && value <= bounds.back())) {
+      throw UsageError(
+          "--null_bands must be increasing positive token counts (\"4096\" or "
+          "\"4096,16384\"), not \"" +
+          text + "\"");
+    }
+    bounds.push_back(value);
+    start = comma + 1;
+  }
+  return bounds;
+}
+
 }  // namespace
 
 int RunEval(int argc, char** argv) {
   std::set<std::string> known = ConnectionFlags();
-  known.insert({"gold", "output", "concurrency", "max_attempts", "group_by"});
+  known.insert({"gold", "output", "concurrency", "max_attempts", "group_by", "null_bands"});
   const Args args(argc, argv, 2, known, {"no_progress", "calibrate_null"});
   // --calibrate_null: every request must answer (a threshold far below any logit margin), and the
-  // null threshold is then chosen on this set (CalibrateNullThreshold).
+  // null threshold is then chosen on this set (CalibrateNullThreshold); with --null_bands, one a
+  // document-length band (config.json null_threshold_bands).
   const bool calibrate = args.GetBool("calibrate_null");
   if (!args.Has("gold")) throw UsageError("eval needs --gold");
+  const std::vector<int64_t> bounds = ParseNullBands(args.Get("null_bands"));
+  if (!bounds.empty() && !calibrate) throw UsageError("--null_bands needs --calibrate_null");
   std::vector<NqGold> gold;
   std::vector<v1::AnswerRequest> requests;
   std::vector<std::string> groups;  // the --group_by field of every example
@@ -84,7 +119,8 @@ int RunEval(int argc, char** argv) {
   const std::vector<RunResult> results = RunAll(connection, requests, options);
 
   std::vector<NqPrediction> predictions;
-  std::vector<double> margins;  // best_answer_score - no_answer_score, per prediction
+  std::vector<double> margins;           // best_answer_score - no_answer_score, per prediction
+  std::vector<int64_t> document_tokens;  // per prediction (0 for a failed request)
   int64_t failed = 0;
   bool unreachable = false;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -92,6 +128,7 @@ int RunEval(int argc, char** argv) {
     p.example_id = gold[i].example_id;
     const RunResult& r = results[i];
     double margin = -std::numeric_limits<double>::infinity();  // a failed request stays null
+    int64_t tokens = 0;
     if (!r.status.ok()) {
       ++failed;
       unreachable |= r.status.error_code() == grpc::StatusCode::UNAVAILABLE;
@@ -100,6 +137,7 @@ int RunEval(int argc, char** argv) {
     } else {
       const v1::AnswerResponse& a = r.response;
       margin = static_cast<double>(a.best_answer_score()) - a.no_answer_score();
+      tokens = a.usage().document_tokens();
       // A probability, comparable across examples (logits are not): 1 - P(no answer).
       const double confidence =
           a.answer_type_probabilities_size() > 0 ? 1.0 - a.answer_type_probabilities(0) : 0.0;
@@ -118,8 +156,31 @@ int RunEval(int argc, char** argv) {
     }
     predictions.push_back(std::move(p));
     margins.push_back(margin);
+    document_tokens.push_back(tokens);
   }
-  if (calibrate) {
+  if (calibrate && !bounds.empty()) {
+    BandedNullCalibration c;
+    try {
+      c = CalibrateNullThresholdBands(gold, predictions, margins, document_tokens, bounds);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--null_bands: ") + e.what() + " in --gold");
+    }
+    // The first line keeps --calibrate_null's form (scripts read the threshold after "null
+    // threshold "); the bands' lines are what config.json's null_threshold_bands take.
+    for (size_t b = 0; b < c.bands.size(); ++b) {
+      const NullCalibration& band = c.bands[b];
+      const std::string examples = std::to_string(c.band_examples[b]) + " examples with " +
+                                   (b == 0 ? "fewer than " + std::to_string(bounds[0])
+                                           : std::to_string(bounds[b - 1]) + " or more") +
+                                   " document tokens";
+      std::printf("%s%.6g (chosen on %s: long F1 %.4f + short F1 %.4f)\n",
+                  b == 0 ? "null threshold "
+                         : ("null_threshold_band " + std::to_string(bounds[b - 1]) + " ").c_str(),
+                  band.threshold, examples.c_str(), band.scores.long_all.f1,
+                  band.scores.short_all.f1);
+    }
+    predictions = std::move(c.predictions);  // everything below is at the bands' thresholds
+  } else if (calibrate) {
     const NqScores forced = ScoreNq(gold, predictions);
     NullCalibration c = CalibrateNullThreshold(gold, predictions, margins);
     std::printf(

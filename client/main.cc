@@ -23,7 +23,7 @@ const std::vector<std::pair<std::string, std::string>>& Commands() {
        "\"paragraphs\"})\n"},
       {"eval",
        "  eval    --gold=gold.jsonl [--output=predictions.json] [--concurrency=4]\n"
-       "          [--group_by=FIELD] [--calibrate_null]\n"
+       "          [--group_by=FIELD] [--calibrate_null [--null_bands=4096,...]]\n"
        "          NQ long/short precision, recall, F1 (gold format: docs/cli.md)\n"},
       {"bench",
        "  bench   [--concurrency=1 | --rate=R] [--duration_s=10] [--requests=N] [--file=DOC |\n"

@@ -65,6 +65,22 @@ struct NullCalibration {
 NullCalibration CalibrateNullThreshold(const std::vector<NqGold>& gold,
                                        const std::vector<NqPrediction>& forced,
                                        const std::vector<double>& margins);
+// The same per document-length band (config.json null_threshold_bands): band 0 holds the examples
+// whose document has fewer than bounds[0] tokens, band b those from bounds[b-1] up to bounds[b]
+// (the last: from bounds.back() up), and each gets the threshold chosen on its own examples.
+// gold[i], forced[i], margins[i] and document_tokens[i] describe one example. Throws
+// std::invalid_argument when bounds are not positive and increasing or a band has no example.
+struct BandedNullCalibration {
+  std::vector<int64_t> bounds;
+  std::vector<NullCalibration> bands;  // bounds.size() + 1 of them; scores on the band's examples
+  std::vector<int64_t> band_examples;  // how many examples each band had
+  std::vector<NqPrediction> predictions;  // all examples, each at its band's threshold
+};
+BandedNullCalibration CalibrateNullThresholdBands(const std::vector<NqGold>& gold,
+                                                  const std::vector<NqPrediction>& forced,
+                                                  const std::vector<double>& margins,
+                                                  const std::vector<int64_t>& document_tokens,
+                                                  const std::vector<int64_t>& bounds);
 // `forced` with every prediction whose margin is ≤ threshold made null.
 std::vector<NqPrediction> ApplyNullThreshold(const std::vector<NqPrediction>& forced,
                                              const std::vector<double>& margins, double threshold);

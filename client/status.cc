@@ -46,8 +46,12 @@ int RunInfo(int argc, char** argv) {
   std::cout << "limits: " << info.max_document_bytes() << " bytes, " << info.max_document_tokens()
             << " document tokens, " << info.max_question_tokens() << " question tokens, batch "
             << info.max_batch_tokens() << " tokens\n"
-            << "default null threshold: " << info.default_null_threshold() << "\n"
-            << "server " << info.server_version() << "\n";
+            << "default null threshold: " << info.default_null_threshold();
+  for (const v1::NullThresholdBand& band : info.null_threshold_bands()) {
+    std::cout << "; " << band.null_threshold() << " from " << band.min_document_tokens()
+              << " document tokens";
+  }
+  std::cout << "\nserver " << info.server_version() << "\n";
   return kExitOk;
 }
 

@@ -270,7 +270,10 @@ std::vector<absl::StatusOr<QaAnswer>> Engine::Run(const std::vector<const Prepar
 
 QaAnswer Engine::Decode(const PreparedRequest& r, const RequestLogits& logits) const {
   DecodeOptions options = r.request.options;
-  if (!options.null_threshold) options.null_threshold = static_cast<float>(config_.null_threshold);
+  if (!options.null_threshold) {
+    options.null_threshold =
+        static_cast<float>(NullThresholdFor(config_, static_cast<int64_t>(r.document.ids.size())));
+  }
   QaAnswer answer = config_.qa_format == QaFormat::kSquad
                         ? DecodeSquadAnswer(logits, r.document, r.request.text, options)
                         : DecodeAnswer(logits, r.document, r.request.text, options);

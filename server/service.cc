@@ -388,6 +388,11 @@ v1::ModelInfo QaService::ModelInfo() const {
   info.set_max_batch_tokens(static_cast<uint32_t>(options_.max_batch_tokens));
   info.set_server_version(kVersion);
   info.set_default_null_threshold(static_cast<float>(c.null_threshold));
+  for (const NullThresholdBand& band : c.null_threshold_bands) {
+    v1::NullThresholdBand* b = info.add_null_threshold_bands();
+    b->set_min_document_tokens(static_cast<uint32_t>(band.min_document_tokens));
+    b->set_null_threshold(static_cast<float>(band.null_threshold));
+  }
   info.set_precision(PrecisionName(engine_.precision()));
   return info;
 }

@@ -3,11 +3,14 @@
 else, weights stored in half precision, and the null threshold chosen on dev.
 
     tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
+                        [--null_threshold_band MIN_TOKENS:T ...]
                         [--default_precision fp32|bf16|int8|bf16,int8...]
                         [--int8_recheck_margin M]
 
 Copies config.json (with `null_threshold` set when given: the value `longqa eval
---calibrate_null` printed on a dev split), the tokenizer file config.json names, and
+--calibrate_null` printed on a dev split; --null_threshold_band, repeated, sets the bands of
+`--calibrate_null --null_bands`: documents of MIN_TOKENS tokens or more get T, and a band replaces
+any the checkpoint had), the tokenizer file config.json names, and
 model.safetensors with every floating-point tensor cast to --dtype (default f16: half the bytes;
 the server computes in fp32 unless told otherwise, docs/model-format.md). --default_precision sets
 the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively (a list
@@ -40,12 +43,26 @@ def precision_list(text):
     return text
 
 
+def threshold_band(text):
+    """--null_threshold_band MIN_TOKENS:T (config.json null_threshold_bands)."""
+    try:
+        tokens, threshold = text.split(":")
+        band = {"min_document_tokens": int(tokens), "null_threshold": float(threshold)}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MIN_TOKENS:THRESHOLD, e.g. 4096:7.55")
+    if band["min_document_tokens"] <= 0 or not math.isfinite(band["null_threshold"]):
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN_TOKENS must be positive, T finite")
+    return band
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint")
     parser.add_argument("out")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="f16")
     parser.add_argument("--null_threshold", type=float)
+    parser.add_argument("--null_threshold_band", type=threshold_band, action="append",
+                        help="MIN_TOKENS:T, repeated: the threshold of documents that long or longer")
     parser.add_argument("--default_precision", type=precision_list,
                         help="fp32, bf16, int8, or a list in order of preference (bf16,int8)")
     parser.add_argument("--int8_recheck_margin", type=float,
@@ -58,6 +75,11 @@ def main(argv):
         if not math.isfinite(args.null_threshold):
             parser.error("--null_threshold must be finite")
         config["null_threshold"] = args.null_threshold
+    if args.null_threshold_band:
+        bands = sorted(args.null_threshold_band, key=lambda b: b["min_document_tokens"])
+        if len({b["min_document_tokens"] for b in bands}) != len(bands):
+            parser.error("--null_threshold_band: each MIN_TOKENS once")
+        config["null_threshold_bands"] = bands
     if args.default_precision is not None:
         config["default_precision"] = args.default_precision
     if args.int8_recheck_margin is not None:
@@ -83,7 +105,9 @@ def main(argv):
         f.write("\n")
     size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
     print(f"{args.out}: {len(cast)} tensors, {size / 1e6:.1f} MB ({args.dtype})"
-          + (f", null_threshold {args.null_threshold:g}" if args.null_threshold is not None else ""))
+          + (f", null_threshold {args.null_threshold:g}" if args.null_threshold is not None else "")
+          + "".join(f", {b['null_threshold']:g} from {b['min_document_tokens']} tokens"
+                    for b in config.get("null_threshold_bands", [])))
 
 
 if __name__ == "__main__":

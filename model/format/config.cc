@@ -140,6 +140,19 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
+  for (size_t i = 0; i < c.null_threshold_bands.size(); ++i) {
+    const NullThresholdBand& band = c.null_threshold_bands[i];
+    const int64_t floor = i == 0 ? 0 : c.null_threshold_bands[i - 1].min_document_tokens;
+    if (band.min_document_tokens <= floor) {
+      return bad("null_threshold_bands",
+                 absl::StrCat("needs min_document_tokens positive and strictly increasing; band ",
+                              i, " has ", band.min_document_tokens));
+    }
+    if (!std::isfinite(band.null_threshold)) {
+      return bad("null_threshold_bands",
+                 absl::StrCat("band ", i, ": null_threshold must be a finite number"));
+    }
+  }
   if (!(c.int8_recheck_margin >= 0) || std::isinf(c.int8_recheck_margin)) {
     return bad("int8_recheck_margin", "must be a finite number >= 0");
   }
@@ -193,6 +206,14 @@ ModelConfig ClusterFormerConfig(int64_t vocab_size, int64_t hidden_size, int64_t
     if (kind == 'C' || kind == 'N') c.num_clusters.push_back(clusters_per_layer);
   }
   return c;
+}
+
+double NullThresholdFor(const ModelConfig& config, int64_t document_tokens) {
+  double threshold = config.null_threshold;
+  for (const NullThresholdBand& band : config.null_threshold_bands) {
+    if (document_tokens >= band.min_document_tokens) threshold = band.null_threshold;
+  }
+  return threshold;
 }
 
 const char* ArchitectureName(Architecture architecture) {
@@ -252,6 +273,26 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
+  if (j.contains("null_threshold_bands")) {
+    const json& bands = j["null_threshold_bands"];
+    for (size_t i = 0; bands.is_array() && i < bands.size(); ++i) {
+      NullThresholdBand& band = c.null_threshold_bands.emplace_back();
+      absl::Status read = bands[i].is_object() ? Read(bands[i], "min_document_tokens",
+                                                      &band.min_document_tokens, true)
+                                               : absl::InvalidArgumentError("not an object");
+      if (read.ok()) read = Read(bands[i], "null_threshold", &band.null_threshold, true);
+      if (!read.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config: 'null_threshold_bands' entry ", i, ": ", read.message()));
+      }
+    }
+    if (!bands.is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config: 'null_threshold_bands' must be a list of {\"min_document_tokens\": N, "
+          "\"null_threshold\": X}, not ",
+          bands.dump()));
+    }
+  }
   LONGQA_RETURN_IF_ERROR(Read(j, "default_precision", &c.default_precision, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "int8_recheck_margin", &c.int8_recheck_margin, false));
   std::string qa_format = QaFormatName(c.qa_format);
@@ -321,6 +362,10 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
   j["null_threshold"] = c.null_threshold;
+  for (const NullThresholdBand& band : c.null_threshold_bands) {  // the key only when it has bands
+    j["null_threshold_bands"].push_back({{"min_document_tokens", band.min_document_tokens},
+                                         {"null_threshold", band.null_threshold}});
+  }
   j["default_precision"] = c.default_precision;
   j["int8_recheck_margin"] = c.int8_recheck_margin;
   j["qa_format"] = QaFormatName(c.qa_format);

@@ -59,6 +59,15 @@ inline bool IsClusteringAttentionLayer(char kind) {
   return kind == 'N' || kind == 'K' || kind == 'I';
 }
 
+// A null threshold for documents of at least min_document_tokens tokens (config.json
+// "null_threshold_bands"): a model's no-answer margin need not mean the same on a 300-token page
+// and on 30 windows, so each length band may have its own, chosen on that band's dev examples by
+// `longqa eval --calibrate_null --null_bands` (docs/model-format.md).
+struct NullThresholdBand {
+  int64_t min_document_tokens = 0;
+  double null_threshold = 0.0;
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kClusterFormer;
   int64_t vocab_size = 0;
@@ -92,6 +101,10 @@ struct ModelConfig {
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.
   double null_threshold = 0.0;
+  // Thresholds for longer documents, min_document_tokens strictly increasing and positive: a
+  // document gets the last band it reaches, else null_threshold (NullThresholdFor). Empty: one
+  // threshold for every length.
+  std::vector<NullThresholdBand> null_threshold_bands;
   // The precision the server's --precision=auto serves in where the device runs it natively
   // ("fp32", "bf16" or "int8", or a list in order of preference such as "bf16,int8";
   // model/precision_choice.h). Set when a model is shipped, only after
@@ -125,6 +138,10 @@ bool ParseArchitecture(const std::string& name, Architecture* architecture);
 // "nq" or "squad": the config.json spelling; the inverse returns false for an unknown name.
 const char* QaFormatName(QaFormat format);
 bool ParseQaFormat(const std::string& name, QaFormat* format);
+
+// The default null threshold of a document of `document_tokens` tokens: the last of
+// null_threshold_bands whose min_document_tokens it reaches, else null_threshold.
+double NullThresholdFor(const ModelConfig& config, int64_t document_tokens);
 
 // ETC relative-attention labels: 2k+1 clipped relative positions (label = clip(j - i) + k), then
 // "part of" (a segment token and a token of its paragraph) and "not part of".

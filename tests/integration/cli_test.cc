@@ -351,6 +351,46 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
   std::snprintf(expected_long, sizeof(expected_long), "long   all predictions:  P %.4f  R %.4f",
                 precision, recall);
   EXPECT_NE(calibrated.out.find(expected_long), std::string::npos) << calibrated.out;
+
+  // --null_bands: a threshold for each document length. Example 0's document has a few dozen
+  // tokens; a long one (40 paragraphs) goes in the band from 200 tokens.
+  std::string long_document;
+  for (int i = 0; i < 40; ++i)
+    long_document += "Paragraph " + std::to_string(i) + " on the gate.\n\n";
+  nlohmann::json long_gold = {{"example_id", "long"},
+                              {"question", "what gate"},
+                              {"document", long_document},
+                              {"long_answer", nullptr},
+                              {"short_answers", nlohmann::json::array()}};
+  const std::string banded_gold =
+      Write("banded.jsonl", gold.substr(0, gold.find('\n') + 1) + long_gold.dump() + "\n");
+  const CliRun banded =
+      Cli("eval " + Target() + " --gold=" + banded_gold + " --calibrate_null --null_bands=200");
+  ASSERT_EQ(banded.code, 0) << banded.out;
+  EXPECT_TRUE(std::regex_search(
+      banded.out, std::regex("null threshold \\S+ \\(chosen on 1 examples with fewer than 200 "
+                             "document tokens: long F1 1.0000 \\+ short F1 1.0000\\)")))
+      << banded.out;
+  // The long document has no answer: at any threshold its band scores F1 0.
+  EXPECT_TRUE(std::regex_search(
+      banded.out, std::regex("null_threshold_band 200 \\S+ \\(chosen on 1 examples with 200 or "
+                             "more document tokens: long F1 0.0000 \\+ short F1 0.0000\\)")))
+      << banded.out;
+  for (const char* bad : {"0", "200,100", "abc", "200,"}) {
+    const CliRun refused =
+        Cli("eval " + Target() + " --gold=" + banded_gold + " --calibrate_null --null_bands=" + bad,
+            /*with_stderr=*/true);
+    EXPECT_EQ(refused.code, 2) << bad << ": " << refused.out;
+    EXPECT_NE(refused.out.find("--null_bands must be"), std::string::npos) << refused.out;
+  }
+  const CliRun empty_band = Cli(
+      "eval " + Target() + " --gold=" + banded_gold + " --calibrate_null --null_bands=200,100000",
+      /*with_stderr=*/true);
+  EXPECT_EQ(empty_band.code, 2) << empty_band.out;
+  EXPECT_NE(empty_band.out.find("no example has a document of 100000 or more tokens"),
+            std::string::npos)
+      << empty_band.out;
+  EXPECT_EQ(Cli("eval " + Target() + " --gold=" + banded_gold + " --null_bands=200").code, 2);
 }
 
 TEST_F(CliTest, BenchStopsWithinItsBounds) {

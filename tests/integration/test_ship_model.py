@@ -61,20 +61,22 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
         info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port16}"], check=True,
                               capture_output=True, text=True).stdout
         assert "default null threshold: 0.5" in info, info
-        full = ask(port32, document, "--null_threshold=0")
-        half = ask(port16, document, "--null_threshold=0")
-        # Weights rounded to 11 significant bits; the arithmetic stays fp32.
-        for key in ("noAnswerScore", "bestAnswerScore"):
-            assert abs(full.get(key, 0.0) - half.get(key, 0.0)) < 2e-2, (key, full, half)
-        assert full.get("longAnswer", {}).get("byteBegin") == half.get("longAnswer", {}).get(
-            "byteBegin")
+        full = ask(port32, document, "--null_threshold=-1000")  # both must answer
+        half = ask(port16, document, "--null_threshold=-1000")
+        # Weights rounded to 11 significant bits; the arithmetic stays fp32. (`longqa ask --json`
+        # writes client/requests.cc's keys: snake_case, answer types without their prefix.)
+        for key in ("no_answer_score", "best_answer_score"):
+            assert abs(full[key] - half[key]) < 2e-2, (key, full, half)
+        assert full["answer_type"] == half["answer_type"] != "NO_ANSWER", (full, half)
+        assert full["long_answer"]["byte_begin"] == half["long_answer"]["byte_begin"]
         # No threshold in the request: the folder's 0.5 decides.
         default = ask(port16, document)
-        margin = default.get("bestAnswerScore", 0.0) - default.get("noAnswerScore", 0.0)
-        is_null = default.get("answerType", "ANSWER_TYPE_NO_ANSWER") == "ANSWER_TYPE_NO_ANSWER"
-        assert is_null == (margin <= 0.5), default
-        forced = ask(port16, document, f"--null_threshold={-margin - 1}")
-        assert forced.get("answerType") != "ANSWER_TYPE_NO_ANSWER", forced
+        margin = default["best_answer_score"] - default["no_answer_score"]
+        assert (default["answer_type"] == "NO_ANSWER") == (margin <= 0.5), default
+        forced = ask(port16, document, f"--null_threshold={margin - 1}")  # rule: null iff t >= margin
+        assert forced["answer_type"] != "NO_ANSWER", forced
+        nulled = ask(port16, document, f"--null_threshold={margin + 1}")
+        assert nulled["answer_type"] == "NO_ANSWER", nulled
     finally:
         for proc, *_ in servers:
             proc.terminate()
@@ -126,6 +128,41 @@ def test_int8_recheck_margin_is_what_an_int8_server_rechecks_within(tmp_path):
     proc, _, _, log = start_server(str(shipped_dir), "--precision=int8")
     try:
         assert "int8 answers within 0.25 logits of another are computed again in fp32" in log, log
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def test_null_threshold_bands_give_long_documents_their_own_default(tmp_path):
+    # Far apart on purpose: short documents always answer, those of 6 tokens or more never do
+    # (this tokenizer has no pre-tokenizer: a paragraph is one unknown token).
+    fp32_dir, shipped_dir = import_and_ship(tmp_path, 8, "--null_threshold=-1000",
+                                            "--null_threshold_band=6:1000")
+    config = json.loads((shipped_dir / "config.json").read_text())
+    assert config["null_threshold_bands"] == [{"min_document_tokens": 6, "null_threshold": 1000}]
+    for bad in ("0:1", "200", "200:nan", "x:1"):
+        refused = subprocess.run([sys.executable, SHIP, str(fp32_dir), str(tmp_path / "bad"),
+                                  f"--null_threshold_band={bad}"], capture_output=True, text=True)
+        assert refused.returncode == 2 and "null_threshold_band" in refused.stderr, bad
+        assert not (tmp_path / "bad").exists()
+
+    words = [f"w{i}" for i in range(10, 400)]
+    short, long = tmp_path / "short.txt", tmp_path / "long.txt"
+    short.write_text(" ".join(words[:30]))
+    long.write_text("\n\n".join(" ".join(words[p * 30:(p + 1) * 30]) for p in range(12)))
+    proc, port, _, _ = start_server(str(shipped_dir))
+    try:
+        info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port}"], check=True,
+                              capture_output=True, text=True).stdout
+        assert "default null threshold: -1000; 1000 from 6 document tokens\n" in info, info
+        short_answer, long_answer = ask(port, short), ask(port, long)
+        tokens = short_answer["usage"]["document_tokens"], long_answer["usage"]["document_tokens"]
+        assert tokens[0] < 6 <= tokens[1], tokens
+        assert short_answer["answer_type"] != "NO_ANSWER", short_answer
+        assert long_answer["answer_type"] == "NO_ANSWER", long_answer
+        # A request's own threshold still decides over the bands.
+        forced = ask(port, long, "--null_threshold=-1000")
+        assert forced["answer_type"] != "NO_ANSWER", forced
     finally:
         proc.terminate()
         proc.wait()

@@ -40,6 +40,27 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(parsed->null_threshold, -1.25);
   EXPECT_EQ(parsed->default_precision, "bf16,int8");
   EXPECT_EQ(parsed->int8_recheck_margin, 0.375);
+  EXPECT_TRUE(parsed->null_threshold_bands.empty());
+  EXPECT_EQ(ModelConfigToJson(c).find("null_threshold_bands"), std::string::npos);  // unchanged
+}
+
+TEST(ConfigTest, NullThresholdBandsRoundTripAndPickTheLastBandADocumentReaches) {
+  ModelConfig c = TinyConfig("SCS", 16, 12, 4);
+  c.null_threshold = 4.25;
+  c.null_threshold_bands = {{4096, 7.5}, {16384, -2.0}};
+  const auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_EQ(parsed->null_threshold_bands.size(), 2u);
+  EXPECT_EQ(parsed->null_threshold_bands[1].min_document_tokens, 16384);
+  EXPECT_EQ(parsed->null_threshold_bands[1].null_threshold, -2.0);
+  EXPECT_EQ(NullThresholdFor(*parsed, 0), 4.25);
+  EXPECT_EQ(NullThresholdFor(*parsed, 4095), 4.25);
+  EXPECT_EQ(NullThresholdFor(*parsed, 4096), 7.5);
+  EXPECT_EQ(NullThresholdFor(*parsed, 16383), 7.5);
+  EXPECT_EQ(NullThresholdFor(*parsed, 16384), -2.0);
+  EXPECT_EQ(NullThresholdFor(*parsed, 1 << 20), -2.0);
+  c.null_threshold_bands.clear();
+  EXPECT_EQ(NullThresholdFor(c, 1 << 20), 4.25);  // no bands: one threshold for every length
 }
 
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
@@ -104,6 +125,14 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"default_precision", "bf16,"},
       {"int8_recheck_margin", -0.25},
       {"int8_recheck_margin", "wide"},
+      {"null_threshold_bands", 7.5},
+      {"null_threshold_bands", {7.5}},
+      {"null_threshold_bands", {{{"min_document_tokens", 4096}}}},
+      {"null_threshold_bands", {{{"min_document_tokens", 0}, {"null_threshold", 1}}}},
+      {"null_threshold_bands", {{{"min_document_tokens", 4096.5}, {"null_threshold", 1}}}},
+      {"null_threshold_bands",
+       {{{"min_document_tokens", 4096}, {"null_threshold", 1}},
+        {{"min_document_tokens", 4096}, {"null_threshold", 2}}}},
       // Numbers that do not fit the field: refused, not cast (undefined behaviour; tests/fuzz).
       {"hidden_size", 4.4e30},
       {"hidden_size", 16.0},
@@ -120,6 +149,10 @@ TEST(ConfigTest, ErrorsNameTheKey) {
   ModelConfig infinite = TinyConfig("SCS", 16, 12, 4);
   infinite.null_threshold = std::numeric_limits<double>::infinity();  // JSON cannot say it
   EXPECT_NE(ValidateModelConfig(infinite).message().find("'null_threshold'"), std::string::npos);
+  infinite.null_threshold = 0;
+  infinite.null_threshold_bands = {{4096, std::numeric_limits<double>::quiet_NaN()}};
+  EXPECT_NE(ValidateModelConfig(infinite).message().find("'null_threshold_bands'"),
+            std::string::npos);
 }
 
 TEST(ConfigTest, QaFormatRoundTripsAndSquadNeedsIndependentSlidingWindows) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 namespace longqa::cli {
 namespace {
 
@@ -95,6 +97,46 @@ TEST(NqEvalTest, NullThresholdIsChosenByLongPlusShortF1) {
   const std::vector<NqGold> one = {{"a", {0, 10}, {}, "YES"}};
   const std::vector<NqPrediction> wrong = {{"a", {20, 30}, 1, {}, 1, "NO"}};
   EXPECT_DOUBLE_EQ(CalibrateNullThreshold(one, wrong, {1.0}).threshold, 0.0);
+}
+
+TEST(NqEvalTest, NullThresholdBandsAreChosenEachOnItsOwnDocuments) {
+  // Short documents: a right at margin 1, e unanswerable at -1: best threshold 0. Long ones: c
+  // right at 5, f unanswerable at 3: best 4. One threshold for all four cannot null both e and f
+  // and keep both a and c (its best, 0, answers f: long F1 0.8).
+  const std::vector<NqGold> gold = {{"a", {0, 10}, {{2, 4}}, "NONE"},
+                                    {"c", {40, 50}, {}, "YES"},
+                                    {"e", {}, {}, "NONE"},
+                                    {"f", {}, {}, "NONE"}};
+  const std::vector<NqPrediction> forced = {{"a", {0, 10}, 1, {{2, 4}}, 1, "NONE"},
+                                            {"c", {40, 50}, 1, {}, 1, "YES"},
+                                            {"e", {0, 10}, 1, {{2, 4}}, 1, "NONE"},
+                                            {"f", {20, 30}, 1, {{21, 22}}, 1, "NONE"}};
+  const std::vector<double> margins = {1, 5, -1, 3};
+  const std::vector<int64_t> tokens = {4095, 4096, 300, 20000};  // a band starts at its bound
+  const NullCalibration one = CalibrateNullThreshold(gold, forced, margins);
+  EXPECT_DOUBLE_EQ(one.threshold, 0.0);
+  EXPECT_NEAR(one.scores.long_all.f1, 0.8, 1e-12);
+
+  const BandedNullCalibration c =
+      CalibrateNullThresholdBands(gold, forced, margins, tokens, {4096});
+  ASSERT_EQ(c.bands.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.bands[0].threshold, 0.0);
+  EXPECT_DOUBLE_EQ(c.bands[1].threshold, 4.0);
+  EXPECT_EQ(c.band_examples, (std::vector<int64_t>{2, 2}));
+  ASSERT_EQ(c.predictions.size(), 4u);
+  EXPECT_FALSE(c.predictions[0].long_answer.null());  // a: 1 > 0
+  EXPECT_FALSE(c.predictions[1].long_answer.null());  // c: 5 > 4
+  EXPECT_TRUE(c.predictions[2].long_answer.null());   // e: -1 ≤ 0
+  EXPECT_TRUE(c.predictions[3].long_answer.null());   // f: 3 ≤ 4
+  EXPECT_NEAR(ScoreNq(gold, c.predictions).long_all.f1, 1.0, 1e-12);
+
+  // A band without examples, and bounds that do not increase, are refused.
+  EXPECT_THROW(CalibrateNullThresholdBands(gold, forced, margins, tokens, {4096, 30000}),
+               std::invalid_argument);
+  EXPECT_THROW(CalibrateNullThresholdBands(gold, forced, margins, tokens, {4096, 4096}),
+               std::invalid_argument);
+  EXPECT_THROW(CalibrateNullThresholdBands(gold, forced, margins, tokens, {0}),
+               std::invalid_argument);
 }
 
 }  // namespace
