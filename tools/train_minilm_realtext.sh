@@ -15,7 +15,9 @@
 # see; its threshold, folder (WORK/shipped3) and scores (WORK/eval3, the prose test split too).
 # Re-running resumes the training and redoes the scores.
 # Usage: tools/train_minilm_realtext.sh FROM [WORK]   (default WORK build/realtext-train; env
-# BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8, PROSE)
+# BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8, PROSE,
+# NULL_BANDS: e.g. 4096, a threshold for man pages and one for the 8k-32k documents of the
+# calibration set: `longqa eval --calibrate_null --null_bands`, docs/cli.md)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -104,12 +106,16 @@ if [[ -n "${PROSE:-}" ]]; then
   last=realtext3 calib=calib3 eval="$WORK/eval3" shipped="$WORK/shipped3" sets="prose/test $sets"
 fi
 
-EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$DATA/$calib.jsonl" "$eval/calib" \
-  "$WORK/$last"
-# The last run's threshold (an interrupted run's client may have appended its own before it).
-threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$eval/calib/$last.txt" | tail -n1)
-"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$last" "$shipped" --dtype bf16 \
-  --null_threshold "$threshold" --default_precision bf16,int8 --int8_recheck_margin 0.3
+EVAL_FLAGS="--calibrate_null ${NULL_BANDS:+--null_bands=$NULL_BANDS}" \
+  "$ROOT/tools/eval_demo.sh" "$DATA/$calib.jsonl" "$eval/calib" "$WORK/$last"
+# The last run's threshold and bands (an interrupted run's client may have appended its own
+# before them): ship_model.py's flags.
+mapfile -t thresholds < <(tac "$eval/calib/$last.txt" |
+  sed -n -e '/^null threshold /{p;q}' -e '/^null_threshold_band /p' |
+  sed -n -e 's/^null threshold \([^ ]*\) .*/--null_threshold=\1/p' \
+    -e 's/^null_threshold_band \([0-9]*\) \([^ ]*\) .*/--null_threshold_band=\1:\2/p')
+"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$last" "$shipped" --dtype bf16 "${thresholds[@]}" \
+  --default_precision bf16,int8 --int8_recheck_margin 0.3
 # int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
 cp "$FROM/calibration.txt" "$shipped/" 2>/dev/null ||
   cp "$ROOT/models/demo/calibration.txt" "$shipped/"

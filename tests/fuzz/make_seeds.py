@@ -92,6 +92,12 @@ def main():
     for folder in ("demo", "scratch_etc"):
         with open(os.path.join(ROOT, "models", folder, "config.json"), "rb") as f:
             write("model_config_fuzzer", folder, f.read())
+    # Thresholds per document length (config.json null_threshold_bands), absent from both folders.
+    with open(os.path.join(ROOT, "models", "scratch_etc", "config.json")) as f:
+        banded = json.load(f)
+    banded["null_threshold_bands"] = [{"min_document_tokens": 4096, "null_threshold": 7.55},
+                                      {"min_document_tokens": 16384, "null_threshold": -1.5}]
+    write("model_config_fuzzer", "null_threshold_bands", json.dumps(banded, indent=2).encode())
 
     for i, text in enumerate(TEXTS):
         values = [0.5, -1.0, 3.0, float("nan"), float("inf"), 2.0, -2.0, 1e30, 0.0, 7.0, 1.5]
