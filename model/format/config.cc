@@ -143,9 +143,11 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   for (size_t i = 0; i < c.null_threshold_bands.size(); ++i) {
     const NullThresholdBand& band = c.null_threshold_bands[i];
     const int64_t floor = i == 0 ? 0 : c.null_threshold_bands[i - 1].min_document_tokens;
-    if (band.min_document_tokens <= floor) {
+    // Below 2^32: ModelInfo and Usage count document tokens in uint32.
+    if (band.min_document_tokens <= floor || band.min_document_tokens > 0xffffffffLL) {
       return bad("null_threshold_bands",
-                 absl::StrCat("needs min_document_tokens positive and strictly increasing; band ",
+                 absl::StrCat("needs min_document_tokens positive, below 2^32 and strictly "
+                              "increasing; band ",
                               i, " has ", band.min_document_tokens));
     }
     if (!std::isfinite(band.null_threshold)) {

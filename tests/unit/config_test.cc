@@ -130,6 +130,7 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"null_threshold_bands", {{{"min_document_tokens", 4096}}}},
       {"null_threshold_bands", {{{"min_document_tokens", 0}, {"null_threshold", 1}}}},
       {"null_threshold_bands", {{{"min_document_tokens", 4096.5}, {"null_threshold", 1}}}},
+      {"null_threshold_bands", {{{"min_document_tokens", 4294967296LL}, {"null_threshold", 1}}}},
       {"null_threshold_bands",
        {{{"min_document_tokens", 4096}, {"null_threshold", 1}},
         {{"min_document_tokens", 4096}, {"null_threshold", 2}}}},
