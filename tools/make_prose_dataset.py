@@ -24,7 +24,10 @@ questions use wh-phrases training never sees ("what size" for "how large": field
 Output: JSONL in the gold format `longqa eval` reads (docs/cli.md) plus "kind" and "phrasing".
 
 Usage: tools/make_prose_dataset.py --out DIR [--seed 1] [--train N --dev N --test N]
-                                   [--min_tokens 150 --max_tokens 900] [--max_files 400] FILE...
+                                   [--min_tokens 150 --max_tokens 900] [--max_files 400]
+                                   [--min_file_tokens 0] FILE...
+--min_file_tokens N leaves out files shorter than N words and punctuation marks: with --min_tokens
+as large, every document is that long (a long-document set of real prose).
 FILE: a README, .md, .rst or .txt file (gzipped or not), its package the directory under doc/.
 """
 import gzip
@@ -527,6 +530,8 @@ def example_of(example_id, kind, question, doc, rng, at, where, phrasing, args):
 def main():
     parser = split_arguments(__doc__)
     parser.add_argument("--max_files", type=int, default=400, help="at most N files a package")
+    parser.add_argument("--min_file_tokens", type=int, default=0,
+                        help="leave out files of fewer words and punctuation marks")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -539,7 +544,7 @@ def main():
         if per_package.get(package, 0) >= args.max_files:
             continue
         text = read_text(path)
-        if text is None:
+        if text is None or tokens(text) < args.min_file_tokens:
             continue
         doc = Page(name, paragraphs_of(text))
         if sum(p.kind == "prose" for p in doc.paragraphs) < 2:

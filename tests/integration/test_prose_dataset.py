@@ -136,11 +136,12 @@ def write_docs(tmp_path, count=40):
     return paths
 
 
-def generate(tmp_path, name, seed):
+def generate(tmp_path, name, seed, *flags, paths=None):
     out = tmp_path / name
     subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "80",
-                    "--dev", "0", "--test", "40", "--min_tokens", "60", "--max_tokens", "300"]
-                   + write_docs(tmp_path / name), check=True, capture_output=True)
+                    "--dev", "0", "--test", "40", "--min_tokens", "60", "--max_tokens", "300",
+                    *flags] + (paths or write_docs(tmp_path / name)), check=True,
+                   capture_output=True)
     return {split: [json.loads(line) for line in open(out / f"{split}.jsonl")]
             for split in ("train", "test")}
 
@@ -188,3 +189,20 @@ def test_deterministic_for_a_seed(tmp_path):
     first = generate(tmp_path, "c", 3)
     assert first == generate(tmp_path, "d", 3)
     assert first != generate(tmp_path, "e", 4)
+
+
+def test_min_file_tokens_leaves_short_files_out(tmp_path):
+    paths = write_docs(tmp_path / "docs")
+    long_packages = set()
+    for i, path in enumerate(paths):
+        if i % 2 == 0:  # every other README three times as long
+            with open(path, "a") as f:
+                f.write("\n\n" + " ".join(f"More notes, part {k}." for k in range(150)) + "\n")
+            long_packages.add(PACKAGE.search(open(path).read()).group(0))
+    data = generate(tmp_path, "f", 5, "--min_file_tokens", "900", "--min_tokens", "900",
+                    "--max_tokens", "5000", paths=paths)
+    assert data["train"] and data["test"]
+    for e in data["train"] + data["test"]:
+        text = "\n\n".join(e["paragraphs"])
+        assert PACKAGE.search(text).group(0) in long_packages
+        assert tool.tokens(text) >= 900, tool.tokens(text)
