@@ -46,26 +46,27 @@ void PrintScores(const char* name, const PrecisionRecall& all, const PrecisionRe
 std::vector<int64_t> ParseNullBands(const std::string& text) {
   std::vector<int64_t> bounds;
   if (text.empty()) return bounds;
+  const UsageError bad(
+      "--null_bands must be increasing positive token counts (\"4096\" or "
+      "\"4096,16384\"), not \"" +
+      text + "\"");
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     size_t used = 0;
-    int64_t value = 0;
     try {
-      value = std::stoll(item, &used);
+      bounds.push_back(std::stoll(item, &used));
     } catch (const std::exception&) {
-      used = 0;
+      throw bad;
     }
-    if (item.empty() || used != item.size() || value <= 0 ||
-        (!bounds.empty() && value <= bounds.back())) {
-      throw UsageError(
-          "--null_bands must be increasing positive token counts (\"4096\" or "
-          "\"4096,16384\"), not \"" +
-          text + "\"");
-    }
-    bounds.push_back(value);
+    if (used != item.size()) throw bad;
     start = comma + 1;
+  }
+  try {
+    CheckNullBandBounds(bounds);
+  } catch (const std::invalid_argument&) {
+    throw bad;
   }
   return bounds;
 }
@@ -173,9 +174,9 @@ int RunEval(int argc, char** argv) {
                                    (b == 0 ? "fewer than " + std::to_string(bounds[0])
                                            : std::to_string(bounds[b - 1]) + " or more") +
                                    " document tokens";
-      std::printf("%s%.6g (chosen on %s: long F1 %.4f + short F1 %.4f)\n",
-                  b == 0 ? "null threshold "
-                         : ("null_threshold_band " + std::to_string(bounds[b - 1]) + " ").c_str(),
+      const std::string label =
+          b == 0 ? "null threshold" : "null_threshold_band " + std::to_string(bounds[b - 1]);
+      std::printf("%s %.6g (chosen on %s: long F1 %.4f + short F1 %.4f)\n", label.c_str(),
                   band.threshold, examples.c_str(), band.scores.long_all.f1,
                   band.scores.short_all.f1);
     }

@@ -177,45 +177,51 @@ NullCalibration CalibrateNullThreshold(const std::vector<NqGold>& gold,
   return c;
 }
 
-BandedNullCalibration CalibrateNullThresholdBands(const std::vector<NqGold>& gold,
-                                                  const std::vector<NqPrediction>& forced,
-                                                  const std::vector<double>& margins,
-                                                  const std::vector<int64_t>& document_tokens,
-                                                  const std::vector<int64_t>& bounds) {
+void CheckNullBandBounds(const std::vector<int64_t>& bounds) {
   for (size_t b = 0; b < bounds.size(); ++b) {
     if (bounds[b] <= (b == 0 ? 0 : bounds[b - 1])) {
       throw std::invalid_argument("band bounds must be positive and increasing");
     }
   }
+}
+
+BandedNullCalibration CalibrateNullThresholdBands(const std::vector<NqGold>& gold,
+                                                  const std::vector<NqPrediction>& forced,
+                                                  const std::vector<double>& margins,
+                                                  const std::vector<int64_t>& document_tokens,
+                                                  const std::vector<int64_t>& bounds) {
+  CheckNullBandBounds(bounds);
   const size_t n = bounds.size() + 1;
-  std::vector<std::vector<NqGold>> band_gold(n);
-  std::vector<std::vector<NqPrediction>> band_forced(n);
-  std::vector<std::vector<double>> band_margins(n);
-  std::vector<size_t> band_of(gold.size());
+  std::vector<std::vector<size_t>> members(n);  // example indices of each band, in order
   for (size_t i = 0; i < gold.size(); ++i) {
-    const size_t b = static_cast<size_t>(
-        std::upper_bound(bounds.begin(), bounds.end(), document_tokens[i]) - bounds.begin());
-    band_of[i] = b;
-    band_gold[b].push_back(gold[i]);
-    band_forced[b].push_back(forced[i]);
-    band_margins[b].push_back(margins[i]);
+    members[std::upper_bound(bounds.begin(), bounds.end(), document_tokens[i]) - bounds.begin()]
+        .push_back(i);
   }
   BandedNullCalibration c;
   c.bounds = bounds;
+  c.predictions.resize(gold.size());
   for (size_t b = 0; b < n; ++b) {
-    if (band_gold[b].empty()) {
+    if (members[b].empty()) {
       throw std::invalid_argument(
           b == 0 ? "no example has a document under " + std::to_string(bounds[0]) + " tokens"
                  : "no example has a document of " + std::to_string(bounds[b - 1]) +
                        (b < bounds.size() ? " to " + std::to_string(bounds[b] - 1) : " or more") +
                        " tokens");
     }
-    c.bands.push_back(CalibrateNullThreshold(band_gold[b], band_forced[b], band_margins[b]));
-    c.band_examples.push_back(static_cast<int64_t>(band_gold[b].size()));
-  }
-  for (size_t i = 0; i < gold.size(); ++i) {
-    c.predictions.push_back(
-        ApplyNullThreshold({forced[i]}, {margins[i]}, c.bands[band_of[i]].threshold)[0]);
+    std::vector<NqGold> band_gold;
+    std::vector<NqPrediction> band_forced;
+    std::vector<double> band_margins;
+    for (size_t i : members[b]) {
+      band_gold.push_back(gold[i]);
+      band_forced.push_back(forced[i]);
+      band_margins.push_back(margins[i]);
+    }
+    c.bands.push_back(CalibrateNullThreshold(band_gold, band_forced, band_margins));
+    c.band_examples.push_back(static_cast<int64_t>(members[b].size()));
+    // The band's predictions at its threshold, back in the examples' order.
+    for (size_t k = 0; k < members[b].size(); ++k) {
+      c.predictions[members[b][k]] = c.bands.back().predictions[k];
+    }
   }
   return c;
 }

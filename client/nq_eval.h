@@ -76,6 +76,8 @@ struct BandedNullCalibration {
   std::vector<int64_t> band_examples;  // how many examples each band had
   std::vector<NqPrediction> predictions;  // all examples, each at its band's threshold
 };
+// Throws std::invalid_argument unless bounds are positive and strictly increasing.
+void CheckNullBandBounds(const std::vector<int64_t>& bounds);
 BandedNullCalibration CalibrateNullThresholdBands(const std::vector<NqGold>& gold,
                                                   const std::vector<NqPrediction>& forced,
                                                   const std::vector<double>& margins,

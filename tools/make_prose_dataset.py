@@ -544,7 +544,7 @@ def main():
         if per_package.get(package, 0) >= args.max_files:
             continue
         text = read_text(path)
-        if text is None or tokens(text) < args.min_file_tokens:
+        if text is None or (args.min_file_tokens and tokens(text) < args.min_file_tokens):
             continue
         doc = Page(name, paragraphs_of(text))
         if sum(p.kind == "prose" for p in doc.paragraphs) < 2:
