@@ -17,7 +17,8 @@
 # Usage: tools/train_minilm_realtext.sh FROM [WORK]   (default WORK build/realtext-train; env
 # BUILD, THREADS (2), PYTHON, MAN_PAGES: the pages, default man1, man5 and man8, PROSE,
 # NULL_BANDS: e.g. 4096, a threshold for man pages and one for the 8k-32k documents of the
-# calibration set: `longqa eval --calibrate_null --null_bands`, docs/cli.md)
+# calibration set: `longqa eval --calibrate_null --null_bands`, docs/cli.md; DATA_ONLY: make the
+# data sets and mixes and stop)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -40,19 +41,23 @@ man_split() {  # name seed train dev test markdown-share
 man_split man 7 8000 200 300 0
 man_split man-md 8 6000 200 0 0.5
 man_split man-mdtest 9 0 0 300 1
-if [[ -n "${PROSE:-}" && ! -s "$DATA/prose-long/test.jsonl" ]]; then
+if [[ -n "${PROSE:-}" && ! -s "$DATA/prose-files" ]]; then
   src="$WORK/src/python3.11-doc"
   if [[ ! -d "$src" ]]; then
     mkdir -p "$src"
     (cd "$WORK/src" && apt-get download python3.11-doc)
     dpkg-deb -x "$WORK"/src/python3.11-doc_*.deb "$src"
   fi
+  # The prose files, NUL-separated (tools/train_minilm_tables.sh hosts its tables in them).
+  { find /usr/share/doc -type f \( -iname "readme*" -o -iname "*.md" -o -iname "*.md.gz" \
+      -o -iname "*.rst" -o -iname "*.rst.gz" -o -iname "*.txt" -o -iname "*.txt.gz" \) \
+      ! -iname "*changelog*" ! -iname "*copyright*" ! -iname "*license*" ! -iname "*copying*" \
+      ! -iname "*news*" -print0; find "$src" -name "*.rst.txt" -print0; } > "$DATA/prose-files"
+fi
+if [[ -n "${PROSE:-}" && ! -s "$DATA/prose-long/test.jsonl" ]]; then
   # One call with every file (xargs would split a long list into calls that overwrite each
   # other's output; the shell refuses a list too long instead).
-  mapfile -d '' docs < <(find /usr/share/doc -type f \( -iname "readme*" -o -iname "*.md" \
-      -o -iname "*.md.gz" -o -iname "*.rst" -o -iname "*.rst.gz" -o -iname "*.txt" \
-      -o -iname "*.txt.gz" \) ! -iname "*changelog*" ! -iname "*copyright*" ! -iname "*license*" \
-      ! -iname "*copying*" ! -iname "*news*" -print0; find "$src" -name "*.rst.txt" -print0)
+  mapfile -d '' docs < "$DATA/prose-files"
   [[ -s "$DATA/prose/dev.jsonl" ]] ||
     "$PYTHON" "$ROOT/tools/make_prose_dataset.py" --out "$DATA/prose" --seed 13 \
       --train 3000 --dev 200 --test 300 "${docs[@]}"
@@ -63,39 +68,22 @@ if [[ -n "${PROSE:-}" && ! -s "$DATA/prose-long/test.jsonl" ]]; then
     --min_file_tokens 4000 "${docs[@]}"
 fi
 # The mixes: each round's examples from rows of the sets no earlier round took.
-"$PYTHON" - "$DATA" "${PROSE:-}" <<'PY'
-import json, os, random, sys
-data, prose = sys.argv[1], sys.argv[2]
-def load(split, prefix, first, last):  # example ids made unique across the sets
-    rows = []
-    for line in open(f"{data}/{split}.jsonl").readlines()[first:last]:
-        g = json.loads(line)
-        g["example_id"] = prefix + g["example_id"]
-        rows.append(json.dumps(g) + "\n")
-    return rows
-def write(name, rows, seed=None):
-    if seed is not None:
-        random.Random(seed).shuffle(rows)
-    os.makedirs(os.path.dirname(f"{data}/{name}"), exist_ok=True)
-    open(f"{data}/{name}", "w").writelines(rows)
-if not os.path.exists(f"{data}/calib.jsonl"):
-    write("mix/train.jsonl", load("man/train", "man-", 0, 6000) + load("s1/train", "s1-", 0, 2600)
-          + load("s2/train", "s2-", 0, 1400), 11)
-    write("mix/dev.jsonl", load("man/dev", "man-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
-    write("mix2/train.jsonl", load("man-md/train", "md-", 0, 5000)
-          + load("s1/train", "s1-", 2600, 4400) + load("s2/train", "s2-", 1400, 2400), 12)
-    write("mix2/dev.jsonl", load("man-md/dev", "md-", 0, 120) + load("s1/dev", "s1-", 0, 60), 3)
-    write("calib.jsonl", load("man/dev", "man-", 0, 200) + load("long/dev", "long-", 0, 100)
-          + load("man-md/dev", "md-", 120, 200))
-if prose and not os.path.exists(f"{data}/calib3.jsonl"):
-    write("mix3/train.jsonl", load("prose/train", "prose-", 0, None)
-          + load("man/train", "man-", 6000, 6800) + load("man-md/train", "md-", 5000, 5800)
-          + load("s1/train", "s1-", 4400, 5600) + load("s2/train", "s2-", 2400, 3200), 13)
-    write("mix3/dev.jsonl", load("prose/dev", "prose-", 0, 100) + load("man-md/dev", "md-", 0, 60)
-          + load("s1/dev", "s1-", 0, 40), 3)
-    write("calib3.jsonl", open(f"{data}/calib.jsonl").readlines()
-          + load("prose/dev", "prose-", 100, 200))
-PY
+mix() { "$PYTHON" "$ROOT/tools/mix_sets.py" "$DATA" "$@"; }
+if [[ ! -s "$DATA/calib.jsonl" ]]; then
+  mix mix/train.jsonl --seed 11 man/train:man-:0:6000 s1/train:s1-:0:2600 s2/train:s2-:0:1400
+  mix mix/dev.jsonl --seed 3 man/dev:man-:0:120 s1/dev:s1-:0:60
+  mix mix2/train.jsonl --seed 12 man-md/train:md-:0:5000 s1/train:s1-:2600:4400 \
+    s2/train:s2-:1400:2400
+  mix mix2/dev.jsonl --seed 3 man-md/dev:md-:0:120 s1/dev:s1-:0:60
+  mix calib.jsonl man/dev:man-:0:200 long/dev:long-:0:100 man-md/dev:md-:120:200
+fi
+if [[ -n "${PROSE:-}" && ! -s "$DATA/calib3.jsonl" ]]; then
+  mix mix3/train.jsonl --seed 13 prose/train:prose-:0: man/train:man-:6000:6800 \
+    man-md/train:md-:5000:5800 s1/train:s1-:4400:5600 s2/train:s2-:2400:3200
+  mix mix3/dev.jsonl --seed 3 prose/dev:prose-:0:100 man-md/dev:md-:0:60 s1/dev:s1-:0:40
+  mix calib3.jsonl calib::0: prose/dev:prose-:100:200
+fi
+[[ -z "${DATA_ONLY:-}" ]] || exit 0
 
 train() {  # from, to, mix, steps, lr, warmup, seed, evaluate every
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$1" --out "$2" \

@@ -4,7 +4,9 @@ copies frozen beside this file) as a gold file that `longqa eval` scores.
 
 questions.json: per question the document, the question, text that only its answer paragraph
 holds ("long"), the short answer as it appears there ("short"; "after": text it follows), or
-"yes_no", or neither (the document does not answer it). A paragraph is text between blank lines,
+"yes_no", or neither (the document does not answer it); "table": true for a question a table's
+cell answers (its kind in the gold file: "table"; the others' kinds are yes_no, short and
+unanswerable). A paragraph is text between blank lines,
 as the server splits plain text. Every answer is checked against the text: a stale one fails.
 Usage: bench/real_text/make_gold.py OUT.jsonl
 """
@@ -29,8 +31,8 @@ def main():
             example = {"example_id": f"real-{i}", "question": q["question"],
                        "paragraphs": paragraphs, "long_answer": None, "short_answers": [],
                        "yes_no_answer": q.get("yes_no", "NONE"),
-                       "kind": "yes_no" if "yes_no" in q else "short" if "short" in q
-                       else "unanswerable"}
+                       "kind": "table" if q.get("table") else "yes_no" if "yes_no" in q
+                       else "short" if "short" in q else "unanswerable"}
             if "long" in q:
                 hits = [n for n, p in enumerate(paragraphs) if q["long"] in p]
                 if len(hits) != 1:

@@ -16,6 +16,7 @@ def test_every_answer_is_at_its_offsets(tmp_path):
     spec = json.load(open(os.path.join(ROOT, "bench", "real_text", "questions.json")))
     gold = [json.loads(line) for line in open(out)]
     assert len(gold) == len(spec) >= 20
+    assert sum(bool(q.get("table")) for q in spec) >= 15
     for q, g in zip(spec, gold):
         text = "\n\n".join(g["paragraphs"]).encode()
         assert q["question"] == g["question"]
@@ -25,6 +26,9 @@ def test_every_answer_is_at_its_offsets(tmp_path):
         la = g["long_answer"]
         paragraph = text[la["start_byte"]:la["end_byte"]].decode()
         assert paragraph in g["paragraphs"] and q["long"] in paragraph
+        # A table question's answer is a table: a paragraph of "|" rows, its kind "table".
+        assert (g["kind"] == "table") == bool(q.get("table"))
+        assert not q.get("table") or all(line.startswith("|") for line in paragraph.split("\n"))
         if "short" in q:
             (sa,) = g["short_answers"]
             assert la["start_byte"] <= sa["start_byte"] < sa["end_byte"] <= la["end_byte"]
