@@ -1,6 +1,7 @@
 #include "model/document.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/table_header.h"
 #include "model/tokenizers/hf/unicode_props.h"
 
 namespace longqa {
@@ -76,7 +77,16 @@ absl::StatusOr<TokenizedDocument> TokenizeDocument(const Tokenizer& tokenizer,
     if (!tokenizer.Encode(text.substr(begin, end - begin), &pieces, &error)) {
       return absl::InternalError(error);
     }
+    // The header's tokens: the pieces that lie inside its bytes (consecutive ones).
+    const auto [header_begin, header_end] = TableHeaderBytes(text.substr(begin, end - begin));
+    auto& header = doc.table_header.emplace_back(0, 0);
     for (const Piece& piece : pieces) {
+      if (header_begin < header_end && piece.byte_begin >= header_begin &&
+          piece.byte_end <= header_end) {
+        const int64_t at = static_cast<int64_t>(doc.ids.size());
+        if (header.first == header.second) header.first = at;
+        header.second = at + 1;
+      }
       doc.ids.push_back(piece.id);
       doc.spans.emplace_back(begin + piece.byte_begin, begin + piece.byte_end);
       doc.token_paragraph.push_back(static_cast<int64_t>(p));

@@ -36,6 +36,9 @@ struct TokenizedDocument {
   std::vector<ByteRange> paragraph_bytes;  // per paragraph
   // Per paragraph: index of its paragraph token; -1 in documents tokenized without them.
   std::vector<int64_t> paragraph_token;
+  // Per paragraph: the tokens [begin, end) of its table header (model/table_header.h); begin ==
+  // end where the paragraph is no table with a header.
+  std::vector<std::pair<int64_t, int64_t>> table_header;
 };
 
 // Tokenizes each paragraph of `text` (given by `paragraphs`) with offsets into `text`, opening

@@ -58,7 +58,8 @@ int64_t ClusteredLayerFloats(const ModelConfig& c, int64_t rows, bool improved, 
 int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t x = std::max<int64_t>(1, r.document_tokens);
   const int64_t windows = NumWindows(x, c.window_tokens, c.stride_tokens);
-  const int64_t t = r.question_tokens + std::min(c.window_tokens, x);  // slots per window
+  // Slots per window; a window below a table's header carries up to table_header_tokens more.
+  const int64_t t = r.question_tokens + c.table_header_tokens + std::min(c.window_tokens, x);
   const int64_t rows = x + windows * r.question_tokens;  // H̄: context once, a question per window
   const int64_t window_floats = windows * t * c.hidden_size;
   const int64_t hbar_floats = rows * c.hidden_size;

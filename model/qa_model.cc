@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "model/encoders/exact_match.h"
 #include "model/encoders/trainable_ops.h"
 #include "model/encoders/transformer_layer.h"
@@ -16,6 +18,26 @@ at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
 // The question's pieces without CLS and SEP.
 std::vector<int32_t> QuestionPieces(const QaModelInput& in) {
   return {in.question_ids->begin() + 1, in.question_ids->end() - 1};
+}
+
+// The document's tables with a header, each header cut to the config's table_header_tokens.
+std::vector<ContextTable> ContextTables(const TokenizedDocument& doc, const ModelConfig& config) {
+  std::vector<ContextTable> tables;
+  // (A document built by hand may leave table_header empty: no tables then.)
+  if (doc.table_header.empty() || doc.token_paragraph.size() != doc.ids.size()) return tables;
+  const int64_t x = static_cast<int64_t>(doc.ids.size());
+  for (int64_t j = 0; j < x;) {  // one paragraph's tokens at a time
+    const int64_t p = doc.token_paragraph[j];
+    int64_t end = j;
+    while (end < x && doc.token_paragraph[end] == p) ++end;
+    const auto [header_begin, header_end] = doc.table_header.at(p);
+    if (header_begin < header_end) {
+      tables.push_back(
+          {j, end, header_begin, std::min(header_end, header_begin + config.table_header_tokens)});
+    }
+    j = end;
+  }
+  return tables;
 }
 
 }  // namespace
@@ -33,6 +55,7 @@ std::vector<WindowInput> MakeWindowInputs(const ModelConfig& config,
     if (config.exact_match_feature) {
       in.context_match = ExactMatchFlags(QuestionPieces(r), r.document->ids);
     }
+    if (config.table_header_tokens > 0) in.tables = ContextTables(*r.document, config);
     inputs.push_back(std::move(in));
   }
   return inputs;

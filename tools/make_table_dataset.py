@@ -10,16 +10,18 @@ come from records that hold real English names and values:
              maintainer, source package
   services   /etc/services: port, protocol, alias
   protocols  /etc/protocols: number, alias, description
-A table takes 3-9 rows and 2-5 of its source's columns in a random order, under one of a few
-names for each column; it is written as a Markdown pipe table (aligned or not, `code` keys) or a
-reST grid table, and set between two paragraphs of a host file (a README, .md, .rst or .txt file
-of the split make_prose_dataset.py gives it, so no test file hosts a table). The question and its
-answer are make_prose_dataset.table_facts' (the seen wh-phrase only: the held-out one stays for
-the real tables of its test split). One question in six is unanswerable: a row of the same source
-that the table lacks, asked by a column it has. The long answer is the table, as NQ's.
+A table takes 3-9 rows (--long_tables: that share of tables 10-60 rows, asked about below their
+first third, where a window no longer holds the header) and 2-5 of its source's columns in a
+random order, under one of a few names for each column; it is written as a Markdown pipe table
+(aligned or not, `code` keys) or a reST grid table, and set between two paragraphs of a host file
+(a README, .md, .rst or .txt file of the split make_prose_dataset.py gives it, so no test file
+hosts a table). The question and its answer are make_prose_dataset.table_facts' (the seen
+wh-phrase only: the held-out one stays for the real tables of its test split). One question in
+six is unanswerable: a row of the same source that the table lacks, asked by a column it has. The
+long answer is the table, as NQ's.
 
 Usage: tools/make_table_dataset.py --out DIR [--seed 1] [--train N --dev N --test N]
-                                   [--min_tokens 150 --max_tokens 900]
+                                   [--min_tokens 150 --max_tokens 900] [--long_tables 0]
                                    [--dpkg_status F] [--services F] [--protocols F] FILE...
 FILE: host documents, as for make_prose_dataset.py.
 Output: JSONL in the gold format `longqa eval` reads (docs/cli.md), kinds "table" and
@@ -184,7 +186,11 @@ def example(rng, example_id, sources, hosts, args):
     source = rng.choices(usable, [SHARE[s] for s in usable])[0]
     records = sources[source]
     names = sorted(records)
-    keys = rng.sample(names, rng.randint(3, 9))
+    # A long table runs past a window (256 tokens): its lower rows are read without the header
+    # in view unless the model carries it (config table_header_tokens).
+    long_table = args.long_tables > 0 and rng.random() < args.long_tables
+    keys = rng.sample(names, rng.randint(10, min(60, len(names) - 3)) if long_table
+                      else rng.randint(3, 9))
     table, named = build_table(rng, source, records, keys)
     if table is None:
         return None
@@ -203,6 +209,8 @@ def example(rng, example_id, sources, hosts, args):
         facts = table_facts(table, heldout=False)
     if not facts:
         return None
+    if long_table and not unanswerable:  # a row below the first window's reach, mostly
+        facts = facts[len(facts) // 3:]
     question, answer, where = rng.choice(facts)
     host = rng.choice(hosts)
     page, at = host_with_table(rng, host, table)
@@ -223,6 +231,8 @@ def main():
     parser.add_argument("--dpkg_status", default="/var/lib/dpkg/status")
     parser.add_argument("--services", default="/etc/services")
     parser.add_argument("--protocols", default="/etc/protocols")
+    parser.add_argument("--long_tables", type=float, default=0.0,
+                        help="share of tables with 10-60 rows (the rest: 3-9)")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     rng = random.Random(args.seed)

@@ -6,7 +6,9 @@
 // each request and each of its windows k, the window's question copy (q rows) followed by the
 // context tokens the window *owns* ([m·k, m·k + m), the last window owning the rest), then its
 // end token's row when the input has one (qa_format squad's closing SEP). Every context token has
-// exactly one row; every window keeps its own question (and end token) copy.
+// exactly one row; every window keeps its own question (and end token) copy. A window that starts
+// inside a table below its header (WindowInput::tables) also reads the header's rows, in slots
+// after the question: read-only copies that the overlap merge leaves out.
 #pragma once
 
 #include <cstdint>
@@ -14,19 +16,27 @@
 
 namespace longqa {
 
+struct ContextTable {
+  int64_t begin = 0, end = 0;                // the table's context tokens [begin, end)
+  int64_t header_begin = 0, header_end = 0;  // the header tokens a window below it carries
+};
+
 struct WindowInput {
   std::vector<int32_t> question;       // token ids with CLS and SEP: q = question.size()
   std::vector<int32_t> context;        // the document's token ids: x = context.size()
   std::vector<int64_t> context_match;  // optional exact-match flag per context token (else 0)
   int32_t end_token = -1;              // closes every window when >= 0 (BERT's second SEP)
   int64_t context_type = 0;            // token type of the context and end slots (question: 0)
+  // Tables in context order, disjoint: a window whose first context token j lies in [begin, end)
+  // of one with header_end <= j carries tokens [header_begin, header_end) after the question.
+  std::vector<ContextTable> tables = {};
 };
 
 // Windows needed to cover x context tokens with windows of l and stride m (at least 1).
 int64_t NumWindows(int64_t x, int64_t l, int64_t m);
 
 struct WindowPlan {
-  int64_t window_len = 0;   // T: slots per window (the longest q + min(l, x) of the batch)
+  int64_t window_len = 0;   // T: slots per window (the longest q + header + min(l, x) + end)
   int64_t num_windows = 0;  // Kt: windows of all requests
   int64_t num_rows = 0;     // R: rows of H̄ over all requests
   std::vector<int64_t> windows_begin;  // [n+1] first window of each request
@@ -47,8 +57,9 @@ struct WindowPlan {
   // The H̄ row of every window's first token (its CLS), [Kt].
   std::vector<int64_t> cls_rows;
   // Per window, [Kt]: the request's context tokens it holds, [begin, end), at slots
-  // q, q+1, ... of the window.
-  std::vector<int64_t> window_context_begin, window_context_end;
+  // q + h, q + h + 1, ... of the window, after the h = window_header_tokens table header tokens it
+  // carries (0 but where WindowInput::tables says).
+  std::vector<int64_t> window_context_begin, window_context_end, window_header_tokens;
   // Per H̄ row, [R]: its slot in the window that owns it, for encoders that keep windows
   // independent (qa_format squad) and read each row from its owner instead of a merge.
   std::vector<int64_t> row_owner_slot;

@@ -109,11 +109,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     }
     // A squad window ends with one more SEP.
     const int64_t ends = c.qa_format == QaFormat::kSquad ? 3 : 2;
-    const int64_t needed = c.position_offset + c.max_question_tokens + ends + c.window_tokens;
+    const int64_t needed =
+        c.position_offset + c.max_question_tokens + ends + c.table_header_tokens + c.window_tokens;
     if (c.max_position_embeddings < needed) {
       return bad("max_position_embeddings",
                  absl::StrCat("must be at least position_offset + max_question_tokens + ", ends,
-                              " + window_tokens = ", needed));
+                              " + table_header_tokens + window_tokens = ", needed));
     }
   } else {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
@@ -138,6 +139,13 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   }
   if (c.answer_type_pooling == "paragraph" && c.qa_format != QaFormat::kNq) {
     return bad("answer_type_pooling", "\"paragraph\" needs qa_format \"nq\" (paragraph tokens)");
+  }
+  if (c.table_header_tokens < 0) return bad("table_header_tokens", "must not be negative");
+  if (c.table_header_tokens > 0 &&
+      (c.architecture != Architecture::kClusterFormer || c.qa_format != QaFormat::kNq)) {
+    return bad("table_header_tokens",
+               "needs a cluster_former model with qa_format \"nq\" (its windows carry the "
+               "header)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
   for (size_t i = 0; i < c.null_threshold_bands.size(); ++i) {
@@ -274,6 +282,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "max_question_tokens", &c.max_question_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "exact_match_feature", &c.exact_match_feature, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "table_header_tokens", &c.table_header_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
   if (j.contains("null_threshold_bands")) {
     const json& bands = j["null_threshold_bands"];
@@ -363,6 +372,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["max_question_tokens"] = c.max_question_tokens;
   j["exact_match_feature"] = c.exact_match_feature;
   j["answer_type_pooling"] = c.answer_type_pooling;
+  // Written only when on: the folders made before it keep their JSON.
+  if (c.table_header_tokens > 0) j["table_header_tokens"] = c.table_header_tokens;
   j["null_threshold"] = c.null_threshold;
   for (const NullThresholdBand& band : c.null_threshold_bands) {  // the key only when it has bands
     j["null_threshold_bands"].push_back({{"min_document_tokens", band.min_document_tokens},

@@ -97,6 +97,12 @@ struct ModelConfig {
   // through the weights). A yes/no answer is a property of one paragraph, which pooled CLS states
   // of many windows did not learn to carry (docs/demo-model.md).
   std::string answer_type_pooling = "mean";
+  // Cluster-Former, qa_format nq: a window that starts inside a table (a paragraph of "|" rows,
+  // Markdown pipe or reST grid) below its header carries up to this many of the header's tokens
+  // after the question, read-only copies of the header rows' states: a cell far down a long table
+  // is read with the names of its columns. 0: off (every window holds the question and its
+  // context only).
+  int64_t table_header_tokens = 0;
   QaFormat qa_format = QaFormat::kNq;
   // The server's default RequestOptions.null_threshold (qa.proto's no-answer rule) when a request
   // leaves it unset: chosen on a dev set by `longqa eval --calibrate_null` after training.

@@ -20,6 +20,7 @@ TEXTS = [
     "עברית and العربية, 👨‍👩‍👧‍👦 emoji, \u200b zero width, \t\x01 control\r\n\r\nend",
     "a" * 300 + " " + "word " * 50,
     "| Flag | Meaning |\n|---|---|\n| --all|-a | every process |\n\n  | KVX | Linux | GCC |\r\n|x|y",
+    "+------+-----+\n| name | no. |\n| (a)  | é   |\n+======+=====+\n| ip   | 0   |\n+------+-----+",
 ]
 
 
@@ -98,6 +99,11 @@ def main():
     banded["null_threshold_bands"] = [{"min_document_tokens": 4096, "null_threshold": 7.55},
                                       {"min_document_tokens": 16384, "null_threshold": -1.5}]
     write("model_config_fuzzer", "null_threshold_bands", json.dumps(banded, indent=2).encode())
+    # Windows that carry a table's header (config.json table_header_tokens), off in both folders.
+    with open(os.path.join(ROOT, "models", "demo", "config.json")) as f:
+        headed = json.load(f)
+    headed["table_header_tokens"] = 32
+    write("model_config_fuzzer", "table_header_tokens", json.dumps(headed, indent=2).encode())
 
     for i, text in enumerate(TEXTS):
         values = [0.5, -1.0, 3.0, float("nan"), float("inf"), 2.0, -2.0, 1e30, 0.0, 7.0, 1.5]

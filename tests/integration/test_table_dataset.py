@@ -54,13 +54,13 @@ def write_hosts(tmp_path, count=30):
     return paths
 
 
-def generate(tmp_path, name, seed):
+def generate(tmp_path, name, seed, *flags):
     out = tmp_path / name
     sources = write_sources(tmp_path)
     hosts = write_hosts(tmp_path / name)
     subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "120",
                     "--dev", "30", "--test", "0", "--min_tokens", "60", "--max_tokens", "200",
-                    *sources] + hosts, check=True, capture_output=True)
+                    *flags, *sources] + hosts, check=True, capture_output=True)
     return {split: [json.loads(line) for line in open(out / f"{split}.jsonl")]
             for split in ("train", "dev")}
 
@@ -106,6 +106,33 @@ def test_gold_spans_are_the_cells_the_questions_name(tmp_path):
         assert want in values_of(key)
     for e in data["train"]:  # the hosts' own tables are left out
         assert not re.search(r"\| [ac]\d+ \|", "\n\n".join(e["paragraphs"]))
+
+
+def table_rows(e):
+    """The answer table's data rows, and the index of the row the short answer lies in."""
+    document = "\n\n".join(e["paragraphs"]).encode()
+    start, end = e["long_answer"]["start_byte"], e["long_answer"]["end_byte"]
+    at = e["short_answers"][0]["start_byte"] - start
+    lines = document[start:end].decode().split("\n")
+    rows, offset, row_at = [], 0, None
+    for line in lines:
+        is_row = line.startswith("|") and not re.fullmatch(r"[|\s-]+", line)
+        if is_row and offset <= at < offset + len(line.encode()):
+            row_at = len(rows)
+        if is_row:
+            rows.append(line)
+        offset += len(line.encode()) + 1
+    return rows[1:], row_at - 1  # without the header
+
+
+def test_long_tables_are_asked_about_below_their_first_third(tmp_path):
+    short = [table_rows(e) for e in generate(tmp_path, "s", 5)["train"] if e["kind"] == "table"]
+    assert all(3 <= len(rows) <= 9 for rows, _ in short)  # without --long_tables
+    data = generate(tmp_path, "l", 5, "--long_tables", "1")
+    asked = [table_rows(e) for e in data["train"] if e["kind"] == "table"]
+    assert asked and all(len(rows) >= 10 for rows, _ in asked)
+    assert all(at >= len(rows) // 3 - 1 for rows, at in asked)  # facts from the lower rows
+    assert max(len(rows) for rows, _ in asked) > 9 and min(at for _, at in asked) >= 2
 
 
 def test_host_files_come_from_the_split(tmp_path):

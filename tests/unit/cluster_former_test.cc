@@ -44,7 +44,18 @@ struct RefState {
   at::Tensor context;                // [x, d]
 };
 
-// The paper's model for one request, written directly from eqs. 1-9.
+// The table header window k reads (ModelConfig::table_header_tokens): [begin, end) of the
+// context, empty unless the window starts inside a table below its header.
+std::pair<int64_t, int64_t> RefHeader(const WindowInput& in, int64_t first) {
+  for (const ContextTable& t : in.tables) {
+    const bool inside = first >= t.begin && first < t.end;
+    if (inside && t.header_end <= first) return {t.header_begin, t.header_end};
+  }
+  return {0, 0};
+}
+
+// The paper's model for one request, written directly from eqs. 1-9; a window below a table's
+// header reads the header's states between its question and its context, and writes back none.
 RefState RefClusterFormer(const TensorMap& w, const ModelConfig& c, const WindowInput& in) {
   const int64_t q = in.question.size(), x = in.context.size();
   const int64_t l = c.window_tokens, m = c.stride_tokens, d = c.hidden_size;
@@ -57,21 +68,27 @@ RefState RefClusterFormer(const TensorMap& w, const ModelConfig& c, const Window
       std::vector<at::Tensor> questions;
       for (int64_t k = 0; k < k_count; ++k) {
         const int64_t b = k * m, e = std::min(b + l, x);
+        const auto [hb, he] = RefHeader(in, b);
         at::Tensor input;
         if (layer == 0) {
           std::vector<int32_t> ids = in.question;
+          ids.insert(ids.end(), in.context.begin() + hb, in.context.begin() + he);
           ids.insert(ids.end(), in.context.begin() + b, in.context.begin() + e);
           std::vector<int64_t> match(q, 0);  // question tokens never match
+          for (int64_t j = hb; j < he; ++j) {
+            match.push_back(in.context_match.empty() ? 0 : in.context_match[j]);
+          }
           for (int64_t j = b; j < e; ++j) {
             match.push_back(in.context_match.empty() ? 0 : in.context_match[j]);
           }
           input = RefEmbed(w, c, ids, match);
         } else {
-          input = at::cat({st.question[k], st.context.narrow(0, b, e - b)});
+          input = at::cat(
+              {st.question[k], st.context.narrow(0, hb, he - hb), st.context.narrow(0, b, e - b)});
         }
         const at::Tensor out = RefLayer(w, c, layer, input);
         questions.push_back(out.narrow(0, 0, q));
-        sum.narrow(0, b, e - b).add_(out.narrow(0, q, e - b));
+        sum.narrow(0, b, e - b).add_(out.narrow(0, q + (he - hb), e - b));
         count.narrow(0, b, e - b).add_(1.0);
       }
       st.question = questions;
@@ -171,6 +188,42 @@ TEST(ClusterFormerTest, BatchOfMixedLengthsMatchesEachRequestAlone) {
                          {RandomInput(5, 70, 120, 8), RandomInput(9, 3, 120, 9),
                           RandomInput(3, 130, 120, 10), RandomInput(7, 16, 120, 11)},
                          18);
+}
+
+TEST(ClusterFormerTest, WindowsBelowATableHeaderReadItsRows) {
+  // Windows start at 0, 12, 24, 36, 48, 60 (l 16, m 12, 70 tokens). A table over tokens 10-59
+  // with its header at 10-14: the windows at 24, 36 and 48 carry the header (the one at 12 holds
+  // it already); a table over 58-69 with its header at 58-60: the window at 60 starts inside
+  // the header and carries none.
+  ModelConfig c = TinyConfig("SCS", 16, 12, 2);
+  c.exact_match_feature = true;
+  WindowInput in = RandomInput(5, 70, 120, 29);
+  in.context_match.assign(70, 0);
+  for (int64_t j = 10; j < 70; j += 3) in.context_match[j] = 1;
+  in.tables = {{10, 58, 10, 15}, {58, 70, 58, 61}};
+  const WindowPlan plan = PlanWindows({in}, 16, 12, c.special.pad);
+  EXPECT_EQ(plan.window_header_tokens, (std::vector<int64_t>{0, 0, 5, 5, 5, 0}));
+  EXPECT_EQ(plan.window_len, 5 + 5 + 16);
+  // The header copies are read (their rows), never merged: a header token's row averages the
+  // copies of the windows that hold it as context only.
+  const int64_t t_len = plan.window_len;
+  for (int64_t t = 5; t < 10; ++t) {
+    const int64_t slot = 2 * t_len + t;
+    EXPECT_EQ(plan.slot_tokens[slot], in.context[10 + t - 5]);
+    EXPECT_EQ(plan.slot_positions[slot], t);
+    EXPECT_EQ(plan.window_index[slot], plan.context_rows[10 + t - 5]);
+  }
+  for (int64_t r = 0; r < plan.num_rows; ++r) {
+    for (int64_t s = plan.merge_offsets[r]; s < plan.merge_offsets[r + 1]; ++s) {
+      const int64_t window = plan.merge_sources[s] / t_len, t = plan.merge_sources[s] % t_len;
+      EXPECT_FALSE(t >= 5 && t < 5 + plan.window_header_tokens[window]) << "row " << r;
+    }
+  }
+  ExpectMatchesReference(c, {in}, 23);
+  // Without the tables the same request computes what it did before (no header anywhere).
+  in.tables.clear();
+  EXPECT_EQ(PlanWindows({in}, 16, 12, c.special.pad).window_len, 5 + 16);
+  ExpectMatchesReference(c, {in}, 23);
 }
 
 TEST(ClusterFormerTest, ExactMatchFeatureAddsItsEmbeddingToMatchingContextTokens) {

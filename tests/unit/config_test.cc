@@ -63,6 +63,33 @@ TEST(ConfigTest, NullThresholdBandsRoundTripAndPickTheLastBandADocumentReaches) 
   EXPECT_EQ(NullThresholdFor(c, 1 << 20), 4.25);  // no bands: one threshold for every length
 }
 
+TEST(ConfigTest, TableHeaderTokensRoundTripAndNeedClusterFormerNqWithPositionsForThem) {
+  ModelConfig c = TinyConfig("SCS", 16, 12, 4);
+  EXPECT_EQ(ModelConfigToJson(c).find("table_header_tokens"), std::string::npos);  // off: unchanged
+  c.table_header_tokens = 8;
+  c.max_position_embeddings = c.position_offset + c.max_question_tokens + 2 + 8 + 16;
+  auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->table_header_tokens, 8);
+  c.max_position_embeddings -= 1;  // a window's header needs positions too
+  EXPECT_NE(ValidateModelConfig(c).message().find("table_header_tokens + window_tokens"),
+            std::string::npos);
+  c.max_position_embeddings += 1;
+  c.table_header_tokens = -1;
+  EXPECT_NE(ValidateModelConfig(c).message().find("table_header_tokens"), std::string::npos);
+  c.table_header_tokens = 8;
+  c.qa_format = QaFormat::kSquad;  // independent windows: their header slots would shift spans
+  c.max_position_embeddings += 1;  // its closing SEP
+  c.exact_match_feature = false;
+  c.layers = "SSS";
+  c.num_clusters.clear();
+  EXPECT_NE(ValidateModelConfig(c).message().find("needs a cluster_former model with qa_format"),
+            std::string::npos)
+      << ValidateModelConfig(c).message();
+  c.table_header_tokens = 0;
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
+}
+
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
   ModelConfig c = TinyConfig("SNKCI", 32, 24);
   EXPECT_EQ(c.num_clusters.size(), 2u);  // one per C or N layer

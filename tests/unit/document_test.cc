@@ -3,35 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/three_byte_tokenizer.h"
+
 namespace longqa {
 namespace {
 
-// Words are runs without spaces, cut into pieces of at most 3 bytes that share the word's number.
-class ThreeByteTokenizer : public Tokenizer {
- public:
-  bool Encode(std::string_view text, std::vector<Piece>* pieces, std::string*) const override {
-    pieces->clear();
-    int64_t word = 0;
-    for (size_t i = 0; i < text.size();) {
-      if (text[i] == ' ') {
-        ++i;
-        continue;
-      }
-      size_t end = text.find(' ', i);
-      if (end == std::string_view::npos) end = text.size();
-      for (size_t p = i; p < end; p += 3) {
-        pieces->push_back(Piece{static_cast<int32_t>(10 + pieces->size()), static_cast<int64_t>(p),
-                                static_cast<int64_t>(std::min(p + 3, end)), word});
-      }
-      ++word;
-      i = end;
-    }
-    return true;
-  }
-  int32_t vocab_size() const override { return 100; }
-  int32_t PieceToId(const std::string&) const override { return -1; }
-  std::string IdToPiece(int32_t) const override { return ""; }
-};
+using testing_support::ThreeByteTokenizer;
 
 TEST(DocumentTest, WordSpansCoverEveryPieceOfAWordAndParagraphTokensAreOptional) {
   const std::string text = "abcdefg hi\n\njklmn";

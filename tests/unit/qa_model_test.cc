@@ -25,6 +25,27 @@ TokenizedDocument Doc(int tokens, int seed) {
   return doc;
 }
 
+TEST(QaModelTest, WindowInputsNameEachTableWithItsHeaderCutToTheConfigsLength) {
+  ModelConfig config = TinyConfig("SS", 8, 6);
+  TokenizedDocument doc = Doc(20, 3);
+  // Paragraph 0: tokens 0-4 (prose); paragraph 1: tokens 5-19, a table whose header is 6-10.
+  doc.token_paragraph.assign(5, 0);
+  doc.token_paragraph.resize(20, 1);
+  doc.table_header = {{0, 0}, {6, 11}};
+  const std::vector<int32_t> question = {config.special.cls, 9, config.special.sep};
+  EXPECT_TRUE(MakeWindowInputs(config, {{&question, &doc}})[0].tables.empty());  // off
+  config.table_header_tokens = 3;
+  const std::vector<WindowInput> inputs = MakeWindowInputs(config, {{&question, &doc}});
+  ASSERT_EQ(inputs[0].tables.size(), 1u);
+  const ContextTable& t = inputs[0].tables[0];
+  EXPECT_EQ(std::vector<int64_t>({t.begin, t.end, t.header_begin, t.header_end}),
+            std::vector<int64_t>({5, 20, 6, 9}));
+  // Windows at 0, 6 and 12 (l 8, m 6): the one at 12 starts inside the table below its header
+  // and carries it; the one at 6 starts inside the header.
+  const WindowPlan plan = PlanWindows(inputs, 8, 6, config.special.pad);
+  EXPECT_EQ(plan.window_header_tokens, (std::vector<int64_t>{0, 0, 3}));
+}
+
 TEST(QaModelTest, AnswerTypeReadsTheMeanOrTheMaxOfTheWindowClsStates) {
   for (const std::string pooling : {"mean", "max"}) {
     ModelConfig config = TinyConfig("SS", 8, 6);
