@@ -65,15 +65,19 @@ def kib(value, rng):
     return rng.choice([f"{n:,} KiB", f"{n} KiB", f"{n / 1024:.1f} MiB" if n >= 1024 else f"{n} kB"])
 
 
+def read_file(path):
+    """A record file's text; empty where it cannot be read (that source then has no records)."""
+    try:
+        return open(path, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return ""
+
+
 def read_packages(path):
     """dpkg's status file: one record a package, its fields as given (the maintainer's name
     without the address)."""
     records = {}
-    try:
-        text = open(path, encoding="utf-8", errors="replace").read()
-    except OSError:
-        return records
-    for stanza in text.split("\n\n"):
+    for stanza in read_file(path).split("\n\n"):
         fields = dict(re.findall(r"^([\w-]+): (.*)$", stanza, re.M))
         name = fields.get("Package")
         if not name or "installed" not in fields.get("Status", "installed"):
@@ -90,11 +94,7 @@ def read_packages(path):
 def read_services(path):
     """/etc/services: a service's port, its protocols ("tcp", "udp", "tcp and udp"), first alias."""
     records = {}
-    try:
-        lines = open(path, encoding="utf-8", errors="replace").read().split("\n")
-    except OSError:
-        return records
-    for line in lines:
+    for line in read_file(path).split("\n"):
         m = re.match(r"([\w.+-]+)\s+(\d+)/(\w+)((?:\s+[\w.+-]+)*)", line.split("#")[0])
         if not m:
             continue
@@ -112,11 +112,7 @@ def read_services(path):
 def read_protocols(path):
     """/etc/protocols: a protocol's number, its alias, the comment as its description."""
     records = {}
-    try:
-        lines = open(path, encoding="utf-8", errors="replace").read().split("\n")
-    except OSError:
-        return records
-    for line in lines:
+    for line in read_file(path).split("\n"):
         m = re.match(r"([\w.+-]+)\s+(\d+)\s*([\w.+-]*)\s*(?:#\s*(.*))?$", line)
         if not m:
             continue
