@@ -41,6 +41,11 @@ bool IsPipeSeparator(std::string_view line) {
 }  // namespace
 
 std::pair<int64_t, int64_t> TableHeaderBytes(std::string_view paragraph) {
+  // Every document's paragraphs pass here: prose leaves at its first byte, before any line split.
+  const size_t first = paragraph.find_first_not_of(" \t");
+  if (first == std::string_view::npos || (paragraph[first] != '|' && paragraph[first] != '+')) {
+    return {0, 0};
+  }
   const std::vector<Line> lines = LinesOf(paragraph);
   if (lines.size() < 3) return {0, 0};
   for (const Line& line : lines) {
