@@ -131,11 +131,12 @@ def cell_text(field, value, rng):
 
 
 def build_table(rng, source, records, keys):
-    """A table of these records' rows: (its text, the columns' (field, name) pairs)."""
+    """A table of these records' rows: (its text, its header's cells, the columns' (field, name)
+    pairs)."""
     key_names, columns = SOURCES[source]
     held = [c for c in columns if all(c[0] in records[k] for k in keys)]
     if not held:
-        return None, None
+        return None, None, None
     chosen = rng.sample(held, rng.randint(1, min(4, len(held))))
     named = [(field, rng.choice(names)) for field, names in chosen]
     header = [rng.choice(key_names)] + [n if key_names[0][0].islower() or rng.random() < 0.5
@@ -144,7 +145,7 @@ def build_table(rng, source, records, keys):
     rows = [[f"`{k}`" if code_keys else k] + [cell_text(f, records[k][f], rng) for f, _ in named]
             for k in keys]
     grid = rng.random() < 0.3
-    return (grid_table if grid else pipe_table)(rng, header, rows), named
+    return (grid_table if grid else pipe_table)(rng, header, rows), header, named
 
 
 def pipe_table(rng, header, rows):
@@ -187,7 +188,7 @@ def example(rng, example_id, sources, hosts, args):
     long_table = args.long_tables > 0 and rng.random() < args.long_tables
     keys = rng.sample(names, rng.randint(10, min(60, len(names) - 3)) if long_table
                       else rng.randint(3, 9))
-    table, named = build_table(rng, source, records, keys)
+    table, header, named = build_table(rng, source, records, keys)
     if table is None:
         return None
     unanswerable = rng.random() < 1 / 6
@@ -196,8 +197,7 @@ def example(rng, example_id, sources, hosts, args):
         others = [k for k in names if k not in keys and all(f in records[k] for f, _ in named)]
         if not others:
             return None
-        header = table.split("\n")[1 if table.startswith("+") else 0]
-        asked_about = pipe_table(rng, [c.strip() for c in header.strip("|").split("|")],
+        asked_about = pipe_table(rng, header,
                                  [[k] + [cell_text(f, records[k][f], rng) for f, _ in named]
                                   for k in rng.sample(others, min(3, len(others)))])
         facts = table_facts(asked_about, heldout=False)
