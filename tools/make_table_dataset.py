@@ -20,12 +20,20 @@ wh-phrase only: the held-out one stays for the real tables of its test split). O
 six is unanswerable: a row of the same source that the table lacks, asked by a column it has. The
 long answer is the table, as NQ's.
 
+--by_meaning S: a share S of the answerable package and protocol questions (kind "table_meaning")
+name the row by what it is rather than by its key, as people ask about a README's flags table
+("How many workers does the server run by default?" for the row `--workers`): the table then has
+a description column (the package's one-line synopsis; the protocol's comment), and the question
+quotes that description ("What is the version of the package described as GNU core
+utilities?", "Which package is described as ...?" for the key itself).
+
 Usage: tools/make_table_dataset.py --out DIR [--seed 1] [--train N --dev N --test N]
                                    [--min_tokens 150 --max_tokens 900] [--long_tables 0]
+                                   [--by_meaning 0]
                                    [--dpkg_status F] [--services F] [--protocols F] FILE...
 FILE: host documents, as for make_prose_dataset.py.
-Output: JSONL in the gold format `longqa eval` reads (docs/cli.md), kinds "table" and
-"unanswerable".
+Output: JSONL in the gold format `longqa eval` reads (docs/cli.md), kinds "table",
+"table_meaning" and "unanswerable".
 """
 import json
 import os
@@ -59,6 +67,15 @@ SOURCES = {
 # than learns them.
 SHARE = {"packages": 0.55, "services": 0.3, "protocols": 0.15}
 
+# --by_meaning: the column that says what a row is, its names, and how a question names a row by
+# it ({what}: the description as the table has it) and the thing it asks for ({header} of the
+# row, or {key}: the row's key cell).
+MEANING = {"packages": ("Description", ["description", "summary", "what it is"], "package"),
+           "protocols": ("description", ["description", "summary"], "protocol")}
+MEANING_QUESTIONS = ["What is the {header} of the {noun} described as {what}?",
+                     "What {header} does the {noun} described as \"{what}\" have?",
+                     "Which {key} is described as {what}?"]
+
 
 def kib(value, rng):
     n = int(value)
@@ -83,6 +100,8 @@ def read_packages(path):
         if not name or "installed" not in fields.get("Status", "installed"):
             continue
         record = {k: fields[k] for k, _ in PACKAGE_COLUMNS if k in fields}
+        if fields.get("Description"):  # its first line: the synopsis (--by_meaning)
+            record["Description"] = fields["Description"].strip()
         if "Maintainer" in record:
             record["Maintainer"] = re.sub(r"\s*<[^>]*>", "", record["Maintainer"]).strip()
         if "Source" in record:
@@ -130,20 +149,24 @@ def cell_text(field, value, rng):
     return kib(value, rng) if field == "Installed-Size" else value
 
 
-def build_table(rng, source, records, keys):
+def build_table(rng, source, records, keys, meaning=None):
     """A table of these records' rows: (its text, its header's cells, the columns' (field, name)
-    pairs)."""
+    pairs). `meaning`: a (field, names) column the table must have."""
     key_names, columns = SOURCES[source]
     held = [c for c in columns if all(c[0] in records[k] for k in keys)]
-    if not held:
+    if not held or (meaning and not all(meaning[0] in records[k] for k in keys)):
         return None, None, None
     chosen = rng.sample(held, rng.randint(1, min(4, len(held))))
+    if meaning and meaning[0] not in [f for f, _ in chosen]:
+        chosen.insert(rng.randint(0, len(chosen)), meaning)
     named = [(field, rng.choice(names)) for field, names in chosen]
     header = [rng.choice(key_names)] + [n if key_names[0][0].islower() or rng.random() < 0.5
                                         else n.capitalize() for _, n in named]
     code_keys = rng.random() < 0.4
     rows = [[f"`{k}`" if code_keys else k] + [cell_text(f, records[k][f], rng) for f, _ in named]
             for k in keys]
+    if meaning and any("|" in cell for row in rows for cell in row):
+        return None, None, None  # a cell_at could not find
     grid = rng.random() < 0.3
     return (grid_table if grid else pipe_table)(rng, header, rows), header, named
 
@@ -169,6 +192,43 @@ def grid_table(rng, header, rows):
     return "\n".join(out)
 
 
+def cell_at(table, row, column):
+    """(start, end) of a data row's cell in a table build_table wrote (one line a row), without
+    its padding or `code` marks."""
+    lines = table.split("\n")
+    line_no = 3 + 2 * row if table.startswith("+") else 2 + row
+    line = lines[line_no]
+    bars = [i for i, c in enumerate(line) if c == "|"]
+    start, end = bars[column] + 1, bars[column + 1]
+    while line[start] in " `":
+        start += 1
+    while line[end - 1] in " `":
+        end -= 1
+    offset = sum(len(x) + 1 for x in lines[:line_no])
+    return offset + start, offset + end
+
+
+def meaning_question(rng, source, table, header, named, keys, first_row):
+    """A question that names a row below first_row by its description: (question, answer start
+    and end in the table's text), or None."""
+    field, _, noun = MEANING[source]
+    column = 1 + [f for f, _ in named].index(field)
+    described = [table[slice(*cell_at(table, r, column))].rstrip(".") for r in range(len(keys))]
+    row = rng.randrange(first_row, len(keys))
+    what = described[row]
+    if [d.lower() for d in described].count(what.lower()) > 1 or len(what.split()) > 12:
+        return None
+    asked = [c for c in range(1, len(header)) if c != column]
+    form = rng.choice(MEANING_QUESTIONS if asked else MEANING_QUESTIONS[2:])
+    target = 0 if "{key}" in form else rng.choice(asked)
+    label = header[target] if header[target].isupper() else header[target].lower()
+    question = form.format(header=label, noun=noun, what=what, key=noun)
+    start, end = cell_at(table, row, target)
+    if start >= end or table[start:end].lower() in question.lower():
+        return None
+    return question, start, end
+
+
 def host_with_table(rng, host, table):
     """The host's paragraphs with the table set between two of them: (page, the table's index)."""
     paragraphs = list(host.paragraphs)
@@ -188,10 +248,25 @@ def example(rng, example_id, sources, hosts, args):
     long_table = args.long_tables > 0 and rng.random() < args.long_tables
     keys = rng.sample(names, rng.randint(10, min(60, len(names) - 3)) if long_table
                       else rng.randint(3, 9))
-    table, header, named = build_table(rng, source, records, keys)
+    meaning = (args.by_meaning > 0 and source in MEANING and rng.random() < args.by_meaning and
+               MEANING[source][:2])
+    table, header, named = build_table(rng, source, records, keys, meaning or None)
     if table is None:
         return None
     unanswerable = rng.random() < 1 / 6
+    if meaning and not unanswerable:
+        asked = meaning_question(rng, source, table, header, named, keys,
+                                 len(keys) // 3 if long_table else 0)
+        if asked is None:
+            return None
+        question, start, end = asked
+        page, at = host_with_table(rng, rng.choice(hosts), table)
+        paragraphs, k = document_around(rng, page, at, args.min_tokens, args.max_tokens)
+        e = gold(example_id, "table_meaning", question, [p.text for p in paragraphs], k, "",
+                 "seen")
+        s = e["long_answer"]["start_byte"] + len(table[:start].encode())
+        e["short_answers"] = [{"start_byte": s, "end_byte": s + len(table[start:end].encode())}]
+        return e
     if unanswerable:
         # The same columns over rows the table lacks: a question it cannot answer.
         others = [k for k in names if k not in keys and all(f in records[k] for f, _ in named)]
@@ -229,6 +304,9 @@ def main():
     parser.add_argument("--protocols", default="/etc/protocols")
     parser.add_argument("--long_tables", type=float, default=0.0,
                         help="share of tables with 10-60 rows (the rest: 3-9)")
+    parser.add_argument("--by_meaning", type=float, default=0.0,
+                        help="share of package and protocol questions naming a row by its "
+                        "description (kind table_meaning)")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     rng = random.Random(args.seed)

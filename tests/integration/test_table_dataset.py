@@ -17,7 +17,8 @@ PACKAGES = {f"libfoo{i}": {"Version": f"1.{i}.{i + 3}-2",
                            "Section": ["libs", "net", "admin"][i % 3],
                            "Priority": ["optional", "important"][i % 2],
                            "Installed-Size": str(512 + 997 * i), "Architecture": "amd64",
-                           "Maintainer": f"Ada Lovelace{i}", "Source": f"foo-src{i}"}
+                           "Maintainer": f"Ada Lovelace{i}", "Source": f"foo-src{i}",
+                           "Description": f"Foo runtime library, part {i}"}
             for i in range(14)}
 SERVICES = {f"svc{i}": (str(7000 + i), ["tcp", "udp"][:1 + i % 2], f"alias{i}") for i in range(14)}
 PROTOCOLS = {f"proto{i}": (str(40 + i), f"PROTO{i}", f"experimental protocol {i}")
@@ -133,6 +134,36 @@ def test_long_tables_are_asked_about_below_their_first_third(tmp_path):
     assert asked and all(len(rows) >= 10 for rows, _ in asked)
     assert all(at >= len(rows) // 3 - 1 for rows, at in asked)  # facts from the lower rows
     assert max(len(rows) for rows, _ in asked) > 9 and min(at for _, at in asked) >= 2
+
+
+def test_rows_named_by_their_description(tmp_path):
+    data = generate(tmp_path, "m", 6, "--by_meaning", "1")
+    kinds = [e["kind"] for e in data["train"]]
+    assert {"table", "table_meaning", "unanswerable"} == set(kinds)  # services have no description
+    assert kinds.count("table_meaning") >= 40
+    forms = [r"What is the (.+) of the (?:package|protocol) described as (.+)\?",
+             r'What (.+) does the (?:package|protocol) described as "(.+)" have\?',
+             r"Which (package|protocol) is described as (.+)\?"]
+    asked_for_key = 0
+    for e in data["train"] + data["dev"]:
+        if e["kind"] != "table_meaning":
+            continue
+        ((header, what),) = [m.groups() for f in forms
+                             for m in [re.fullmatch(f, e["question"])] if m]
+        document = "\n\n".join(e["paragraphs"]).encode()
+        table = document[e["long_answer"]["start_byte"]:e["long_answer"]["end_byte"]].decode()
+        rows = [cells(line) for line in table.split("\n") if line.startswith("|")
+                and not re.fullmatch(r"[|\s-]+", line)]
+        names = [c.lower() for c in rows[0]]
+        (described,) = [i for i, n in enumerate(names)
+                        if n in ("description", "summary", "what it is")]
+        (row,) = [r for r in rows[1:] if r[described].rstrip(".") == what]
+        column = 0 if header in ("package", "protocol") else names.index(header.lower())
+        asked_for_key += column == 0
+        (span,) = e["short_answers"]
+        assert document[span["start_byte"]:span["end_byte"]].decode() == row[column]
+        assert row[column] == row[0] or row[column] in values_of(row[0])
+    assert asked_for_key > 0
 
 
 def test_host_files_come_from_the_split(tmp_path):
