@@ -102,25 +102,6 @@ if [[ -n "${PROSE:-}" ]]; then
   sets="prose/test prose-long/test $sets"
 fi
 
-EVAL_FLAGS="--calibrate_null ${NULL_BANDS:+--null_bands=$NULL_BANDS}" \
-  "$ROOT/tools/eval_demo.sh" "$DATA/$calib.jsonl" "$eval/calib" "$WORK/$last"
-# The last run's threshold and bands (an interrupted run's client may have appended its own
-# before them): ship_model.py's flags.
-mapfile -t thresholds < <(tac "$eval/calib/$last.txt" |
-  sed -n -e '/^null threshold /{p;q}' -e '/^null_threshold_band /p' |
-  sed -n -e 's/^null threshold \([^ ]*\) .*/--null_threshold=\1/p' \
-    -e 's/^null_threshold_band \([0-9]*\) \([^ ]*\) .*/--null_threshold_band=\1:\2/p')
-"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/$last" "$shipped" --dtype bf16 "${thresholds[@]}" \
-  --default_precision bf16,int8 --int8_recheck_margin 0.3
-# int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
-cp "$FROM/calibration.txt" "$shipped/" 2>/dev/null ||
-  cp "$ROOT/models/demo/calibration.txt" "$shipped/"
-"$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$DATA/real.jsonl"
-folder=$(basename "$shipped")  # eval_demo.sh names the predictions after it
-for set in $sets; do
-  gold="$DATA/$set.jsonl"
-  name="${set//\//-}"
-  "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$shipped"
-  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "$folder=$eval/$name/$folder.predictions.json" |
-    tee "$eval/$name/$folder.kinds.md"
-done
+# shellcheck disable=SC2086  # sets: a word list
+"$ROOT/tools/ship_realtext_round.sh" "$WORK/$last" "$DATA/$calib.jsonl" "$eval" "$shipped" \
+  "$FROM" "$DATA" $sets

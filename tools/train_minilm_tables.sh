@@ -11,10 +11,13 @@
 # Re-running resumes the training and redoes the scores.
 # Usage: tools/train_minilm_tables.sh FROM [WORK]   (default WORK build/realtext-tables; env
 # BUILD, THREADS (2), PYTHON, STEPS (600), TABLES (1500: table examples in the mix),
-# LONG_TABLES (0: the share of tables of 10-40 rows), TABLE_HEADER_TOKENS (0: the model as FROM
-# has it; N: trained from a copy of FROM whose windows carry up to N tokens of a table's header,
-# config.json table_header_tokens), SETS (the test sets scored, default all six, and the table
-# dev set))
+# LONG_TABLES (0: the share of tables of 10-60 rows), BY_MEANING (0: the share of package and
+# protocol table questions that name their row by its description), TABLE_HEADER_TOKENS (0: the
+# model as FROM has it; N: trained from a copy of FROM whose windows carry up to N tokens of a
+# table's header, config.json table_header_tokens), SETS (the test sets scored, default all six,
+# and the table dev set), CALIB (the calibration set: calib3, the prose round's, by default;
+# calib5: calib3 and prose-long's dev split, 150 real documents of 4k-32k words, unanswerable
+# questions among them), NULL_BANDS (tools/ship_realtext_round.sh))
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -28,7 +31,8 @@ PROSE=1 DATA_ONLY=1 PYTHON="$PYTHON" "$ROOT/tools/train_minilm_realtext.sh" "$FR
 if [[ ! -s "$DATA/tables/train.jsonl" ]]; then
   mapfile -d '' docs < "$DATA/prose-files"  # the prose set's files host the tables
   "$PYTHON" "$ROOT/tools/make_table_dataset.py" --out "$DATA/tables" --seed 17 \
-    --train "${TABLES:-1500}" --dev 100 --test 0 --long_tables "${LONG_TABLES:-0}" "${docs[@]}"
+    --train "${TABLES:-1500}" --dev 100 --test 0 --long_tables "${LONG_TABLES:-0}" \
+    --by_meaning "${BY_MEANING:-0}" "${docs[@]}"
 fi
 # The mix: every prose question, the tables, and man-page and synthetic rows (some seen in the
 # rounds before: replayed so that their skills stay).
@@ -40,6 +44,7 @@ if [[ ! -s "$DATA/mix4/dev.jsonl" ]]; then
   mix mix4/dev.jsonl --seed 3 prose/dev:prose-:0:60 tables/dev:table-:0:40 man-md/dev:md-:0:40 \
     s1/dev:s1-:0:40
 fi
+[[ -s "$DATA/calib5.jsonl" ]] || mix calib5.jsonl calib3::0: prose-long/dev:prose-long-:0:
 init="$FROM"
 if [[ "${TABLE_HEADER_TOKENS:-0}" != 0 ]]; then
   init="$WORK/init"
@@ -59,19 +64,7 @@ stdbuf -oL "$BUILD/train/longqa-train" --init_model "$init" --out "$WORK/round" 
   --lr 2e-5 --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
   --eval_examples 90 --save_every 50 --threads "$THREADS" --device cpu >> "$WORK/round.log" 2>&1
 
-eval="$WORK/eval" shipped="$WORK/shipped"
-EVAL_FLAGS="--calibrate_null" "$ROOT/tools/eval_demo.sh" "$DATA/calib3.jsonl" "$eval/calib" \
-  "$WORK/round"
-threshold=$(tac "$eval/calib/round.txt" | sed -n 's/^null threshold \([^ ]*\) .*/\1/p;T;q')
-"$PYTHON" "$ROOT/tools/ship_model.py" "$WORK/round" "$shipped" --dtype bf16 \
-  --null_threshold="$threshold" --default_precision bf16,int8 --int8_recheck_margin 0.3
-cp "$FROM/calibration.txt" "$shipped/" 2>/dev/null ||
-  cp "$ROOT/models/demo/calibration.txt" "$shipped/"
-"$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$DATA/real.jsonl"
-for set in ${SETS:-prose/test real tables/dev man/test man-mdtest/test long/test prose-long/test}; do
-  gold="$DATA/$set.jsonl"
-  name="${set//\//-}"
-  "$ROOT/tools/eval_demo.sh" "$gold" "$eval/$name" "$shipped"
-  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "shipped=$eval/$name/shipped.predictions.json" |
-    tee "$eval/$name/shipped.kinds.md"
-done
+# shellcheck disable=SC2086  # SETS: a word list
+"$ROOT/tools/ship_realtext_round.sh" "$WORK/round" "$DATA/${CALIB:-calib3}.jsonl" "$WORK/eval" \
+  "$WORK/shipped" "$FROM" "$DATA" \
+  ${SETS:-prose/test real tables/dev man/test man-mdtest/test long/test prose-long/test}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The tail of a real-English training round (tools/train_minilm_realtext.sh,
+# tools/train_minilm_tables.sh): the null threshold (and, with NULL_BANDS, one per document-length
+# band) chosen on a calibration set with the fp32 checkpoint (`longqa eval --calibrate_null`,
+# docs/cli.md), the bf16 folder with it (tools/ship_model.py), then the scores per question kind
+# (tools/demo_report.py) of that folder on each test set, in EVAL/<set with / as ->/.
+# Usage: tools/ship_realtext_round.sh CHECKPOINT CALIB.jsonl EVAL SHIPPED FROM DATA SET...
+#   FROM: the model folder the round started from (its int8 calibration text is copied, else
+#   models/demo's); DATA: the folder of the sets (DATA/SET.jsonl; DATA/real.jsonl is made from
+#   bench/real_text). Env BUILD, PYTHON, THREADS, NULL_BANDS (e.g. 4096).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+export BUILD="${BUILD:-$ROOT/build}"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+checkpoint="$1" calib="$2" eval="$3" shipped="$4" from="$5" data="$6"
+shift 6
+
+name="$(basename "$checkpoint")"
+EVAL_FLAGS="--calibrate_null ${NULL_BANDS:+--null_bands=$NULL_BANDS}" \
+  "$ROOT/tools/eval_demo.sh" "$calib" "$eval/calib" "$checkpoint"
+# The last run's threshold and bands (an interrupted run's client may have appended its own
+# before them): ship_model.py's flags.
+mapfile -t thresholds < <(tac "$eval/calib/$name.txt" |
+  sed -n -e '/^null threshold /{p;q}' -e '/^null_threshold_band /p' |
+  sed -n -e 's/^null threshold \([^ ]*\) .*/--null_threshold=\1/p' \
+    -e 's/^null_threshold_band \([0-9]*\) \([^ ]*\) .*/--null_threshold_band=\1:\2/p')
+"$PYTHON" "$ROOT/tools/ship_model.py" "$checkpoint" "$shipped" --dtype bf16 "${thresholds[@]}" \
+  --default_precision bf16,int8 --int8_recheck_margin 0.3
+# int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
+cp "$from/calibration.txt" "$shipped/" 2>/dev/null ||
+  cp "$ROOT/models/demo/calibration.txt" "$shipped/"
+"$PYTHON" "$ROOT/bench/real_text/make_gold.py" "$data/real.jsonl"
+folder=$(basename "$shipped")  # eval_demo.sh names the predictions after it
+for set in "$@"; do
+  gold="$data/$set.jsonl"
+  out="$eval/${set//\//-}"
+  "$ROOT/tools/eval_demo.sh" "$gold" "$out" "$shipped"
+  "$PYTHON" "$ROOT/tools/demo_report.py" "$gold" "$folder=$out/$folder.predictions.json" |
+    tee "$out/$folder.kinds.md"
+done
