@@ -1,10 +1,10 @@
 // The shipped models answer: fixed examples (<model>/checks.jsonl, the gold format; for
-// models/demo generated dev examples and questions about man pages, README prose and a table it
-// never trained on) get exactly their gold long answer and short span / yes-no / no answer, and
-// the sample questions on <model>/sample.txt get the answers recorded beside them (for
-// models/demo: the README's). Run for models/demo (the sliding-window model fine-tuned from
-// MiniLM, then on man pages and README prose) and models/scratch_etc (the from-scratch ETC model
-// that the memory tests use).
+// models/demo generated dev examples and questions about man pages, README prose and tables it
+// never trained on, one a row of a long table below the window that holds its header) get
+// exactly their gold long answer and short span / yes-no / no answer, and the sample questions on
+// <model>/sample.txt get the answers recorded beside them (for models/demo: the README's). Run
+// for models/demo (the sliding-window model fine-tuned from MiniLM, then on man pages, README
+// prose and tables) and models/scratch_etc (the from-scratch ETC model that the memory tests use).
 #include <gtest/gtest.h>
 
 #include <cstdio>
