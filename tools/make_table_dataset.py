@@ -208,12 +208,12 @@ def cell_at(table, row, column):
     return offset + start, offset + end
 
 
-def meaning_question(rng, source, table, header, named, keys, first_row):
+def meaning_question(rng, source, records, table, header, named, keys, first_row):
     """A question that names a row below first_row by its description: (question, answer start
     and end in the table's text), or None."""
     field, _, noun = MEANING[source]
     column = 1 + [f for f, _ in named].index(field)
-    described = [table[slice(*cell_at(table, r, column))].rstrip(".") for r in range(len(keys))]
+    described = [records[k][field].rstrip(".") for k in keys]
     row = rng.randrange(first_row, len(keys))
     what = described[row]
     if [d.lower() for d in described].count(what.lower()) > 1 or len(what.split()) > 12:
@@ -255,34 +255,30 @@ def example(rng, example_id, sources, hosts, args):
         return None
     unanswerable = rng.random() < 1 / 6
     if meaning and not unanswerable:
-        asked = meaning_question(rng, source, table, header, named, keys,
+        asked = meaning_question(rng, source, records, table, header, named, keys,
                                  len(keys) // 3 if long_table else 0)
         if asked is None:
             return None
-        question, start, end = asked
-        page, at = host_with_table(rng, rng.choice(hosts), table)
-        paragraphs, k = document_around(rng, page, at, args.min_tokens, args.max_tokens)
-        e = gold(example_id, "table_meaning", question, [p.text for p in paragraphs], k, "",
-                 "seen")
-        s = e["long_answer"]["start_byte"] + len(table[:start].encode())
-        e["short_answers"] = [{"start_byte": s, "end_byte": s + len(table[start:end].encode())}]
-        return e
-    if unanswerable:
-        # The same columns over rows the table lacks: a question it cannot answer.
-        others = [k for k in names if k not in keys and all(f in records[k] for f, _ in named)]
-        if not others:
-            return None
-        asked_about = pipe_table(rng, header,
-                                 [[k] + [cell_text(f, records[k][f], rng) for f, _ in named]
-                                  for k in rng.sample(others, min(3, len(others)))])
-        facts = table_facts(asked_about, heldout=False)
+        kind, (question, start, end) = "table_meaning", asked
     else:
-        facts = table_facts(table, heldout=False)
-    if not facts:
-        return None
-    if long_table and not unanswerable:  # a row below the first window's reach, mostly
-        facts = facts[len(facts) // 3:]
-    question, answer, where = rng.choice(facts)
+        if unanswerable:
+            # The same columns over rows the table lacks: a question it cannot answer.
+            others = [k for k in names
+                      if k not in keys and all(f in records[k] for f, _ in named)]
+            if not others:
+                return None
+            asked_about = pipe_table(rng, header,
+                                     [[k] + [cell_text(f, records[k][f], rng) for f, _ in named]
+                                      for k in rng.sample(others, min(3, len(others)))])
+            facts = table_facts(asked_about, heldout=False)
+        else:
+            facts = table_facts(table, heldout=False)
+        if not facts:
+            return None
+        if long_table and not unanswerable:  # a row below the first window's reach, mostly
+            facts = facts[len(facts) // 3:]
+        question, answer, where = rng.choice(facts)
+        kind, start, end = "table", where.start(), where.end()
     host = rng.choice(hosts)
     page, at = host_with_table(rng, host, table)
     paragraphs, k = document_around(rng, page, at, args.min_tokens, args.max_tokens)
@@ -291,9 +287,9 @@ def example(rng, example_id, sources, hosts, args):
         if answer.lower() in "\n".join(texts).lower():
             return None
         return gold(example_id, "unanswerable", question, texts, None, "", "seen")
-    e = gold(example_id, "table", question, texts, k, "", "seen")
-    s = e["long_answer"]["start_byte"] + len(table[:where.start()].encode())
-    e["short_answers"] = [{"start_byte": s, "end_byte": s + len(where.group(0).encode())}]
+    e = gold(example_id, kind, question, texts, k, "", "seen")
+    s = e["long_answer"]["start_byte"] + len(table[:start].encode())
+    e["short_answers"] = [{"start_byte": s, "end_byte": s + len(table[start:end].encode())}]
     return e
 
 

@@ -83,6 +83,18 @@ def cells(line):
     return [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
 
 
+def is_row(line):
+    """A header or data line of a pipe or grid table (not a rule or border)."""
+    return line.startswith("|") and not re.fullmatch(r"[|\s-]+", line)
+
+
+def table_cells(e):
+    """The cells of the answer table's lines, header first, and the document's bytes."""
+    document = "\n\n".join(e["paragraphs"]).encode()
+    table = document[e["long_answer"]["start_byte"]:e["long_answer"]["end_byte"]].decode()
+    return [cells(line) for line in table.split("\n") if is_row(line)], document
+
+
 def test_gold_spans_are_the_cells_the_questions_name(tmp_path):
     data = generate(tmp_path, "a", 1)
     kinds = [e["kind"] for e in data["train"]]
@@ -96,11 +108,9 @@ def test_gold_spans_are_the_cells_the_questions_name(tmp_path):
             assert e["long_answer"] is None and e["short_answers"] == []
             assert not re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", document.decode())
             continue
-        table = document[e["long_answer"]["start_byte"]:e["long_answer"]["end_byte"]].decode()
-        rows = [line for line in table.split("\n") if line.startswith("|")
-                and not re.fullmatch(r"[|\s-]+", line)]
-        names = [c.lower() for c in cells(rows[0])]
-        (row,) = [cells(line) for line in rows[1:] if cells(line)[0] == key]
+        rows, _ = table_cells(e)
+        names = [c.lower() for c in rows[0]]
+        (row,) = [r for r in rows[1:] if r[0] == key]
         want = row[names.index(header.lower())]
         (span,) = e["short_answers"]
         assert document[span["start_byte"]:span["end_byte"]].decode() == want
@@ -117,10 +127,9 @@ def table_rows(e):
     lines = document[start:end].decode().split("\n")
     rows, offset, row_at = [], 0, None
     for line in lines:
-        is_row = line.startswith("|") and not re.fullmatch(r"[|\s-]+", line)
-        if is_row and offset <= at < offset + len(line.encode()):
-            row_at = len(rows)
-        if is_row:
+        if is_row(line):
+            if offset <= at < offset + len(line.encode()):
+                row_at = len(rows)
             rows.append(line)
         offset += len(line.encode()) + 1
     return rows[1:], row_at - 1  # without the header
@@ -150,10 +159,7 @@ def test_rows_named_by_their_description(tmp_path):
             continue
         ((header, what),) = [m.groups() for f in forms
                              for m in [re.fullmatch(f, e["question"])] if m]
-        document = "\n\n".join(e["paragraphs"]).encode()
-        table = document[e["long_answer"]["start_byte"]:e["long_answer"]["end_byte"]].decode()
-        rows = [cells(line) for line in table.split("\n") if line.startswith("|")
-                and not re.fullmatch(r"[|\s-]+", line)]
+        rows, document = table_cells(e)
         names = [c.lower() for c in rows[0]]
         (described,) = [i for i, n in enumerate(names)
                         if n in ("description", "summary", "what it is")]
