@@ -5,7 +5,9 @@ overlays (files given on the command line) and deploy/compose.yaml:
 - Services and the PodDisruptionBudget select the Deployment's pods; the HPA scales it;
 - probes are native gRPC probes on the container's gRPC port;
 - the grace periods (Kubernetes, compose) outlast --drain_timeout_s plus gRPC's 2 s shutdown;
-- the pod runs as the image's non-root user with a read-only root filesystem.
+- the pod runs as the image's non-root user with a read-only root filesystem;
+- both Dockerfiles copy every folder the top-level CMakeLists.txt reads (tests and benchmarks are
+  off in the images).
 Usage: check_manifests.py RENDERED.yaml...
 """
 import os
@@ -91,6 +93,19 @@ def check_compose():
     assert target.split(":")[0] in compose["services"]
 
 
+def check_dockerfiles():
+    cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
+    read = set(re.findall(r"^\s*add_subdirectory\(([\w-]+)", cmake, re.M))
+    read |= set(re.findall(r"^\s*include\(([\w-]+)/", cmake, re.M))
+    read -= {"tests", "bench"}
+    assert {"model", "server", "cmake"} <= read, read
+    for name in ("Dockerfile", "Dockerfile.cuda"):
+        text = open(os.path.join(ROOT, "deploy", name)).read()
+        copied = set(re.findall(r"^COPY (?!--from)([\w-]+)[/ ]", text, re.M))
+        missing = read - copied
+        assert not missing, f"deploy/{name} does not copy {sorted(missing)}, which CMakeLists.txt reads"
+
+
 def main(paths):
     assert paths, __doc__
     for path in paths:
@@ -99,6 +114,8 @@ def main(paths):
         print(f"check_manifests: {path} fits together ({'gpu' if gpu_device else 'cpu'})")
     check_compose()
     print("check_manifests: deploy/compose.yaml fits together")
+    check_dockerfiles()
+    print("check_manifests: both Dockerfiles copy every folder the build reads")
 
 
 if __name__ == "__main__":
