@@ -1,14 +1,13 @@
 # Precompiled LibTorch headers. <ATen/ATen.h> costs 6-8 s of every translation unit that includes
 # it, most of the tree: precompiled once it costs about 1 s (int8_calibration.cc: 8.7 s -> 2.6 s;
 # the tree's cold build on 2 cores: 7 minutes), in the normal build, the ASan one and the container
-# image's alike. GCC and Clang use a precompiled header
-# only when it was built with the same position-independence, and <ATen/Parallel.h> reads
-# differently under OpenMP, so there is one precompiled header per (PIC, OpenMP) kind, each built
-# by a donor target that compiles nothing else; every project target that sees LibTorch's headers
-# reuses its kind's. A macro defined for a target but not for its donor makes GCC pass the header
-# over (with a warning) when the header tests that macro: gRPC's pkg-config flags (Abseil's)
-# define NOMINMAX, a Windows-only macro, so donors and the targets reusing them all define it.
-# Off with -DLONGQA_PCH=OFF.
+# image's alike. GCC and Clang use a precompiled header only when it was built with the same
+# position-independence, and <ATen/Parallel.h> reads differently under OpenMP, so there is one
+# precompiled header per (PIC, OpenMP) kind, each built by a donor target that compiles nothing
+# else; every project target that sees LibTorch's headers reuses its kind's. A macro defined for a
+# target but not for its donor makes GCC pass the header over (with a warning) when the header
+# tests that macro: gRPC's pkg-config flags (Abseil's) define NOMINMAX, a Windows-only macro, so
+# donors and the targets reusing them all define it. Off with -DLONGQA_PCH=OFF.
 option(LONGQA_PCH "Precompile LibTorch's <ATen/ATen.h> for the targets that see it" ON)
 
 # Project targets register here (longqa_library, longqa_executable, longqa_test).
@@ -34,19 +33,22 @@ function(_longqa_carries_torch item out)
     set(${out} ${answer} PARENT_SCOPE)
     return()
   endif()
-  set(answer FALSE)
   get_target_property(libs "${item}" INTERFACE_LINK_LIBRARIES)
-  if(libs)
-    foreach(lib IN LISTS libs)
-      _longqa_carries_torch("${lib}" found)
-      if(found)
-        set(answer TRUE)
-        break()
-      endif()
-    endforeach()
-  endif()
+  _longqa_any_carries_torch("${libs}" answer)
   set_property(GLOBAL PROPERTY "LONGQA_CARRIES_TORCH_${item}" ${answer})
   set(${out} ${answer} PARENT_SCOPE)
+endfunction()
+
+# Whether any item of the link list LIBS brings LibTorch's headers (above).
+function(_longqa_any_carries_torch libs out)
+  foreach(lib IN LISTS libs)
+    _longqa_carries_torch("${lib}" found)
+    if(found)
+      set(${out} TRUE PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out} FALSE PARENT_SCOPE)
 endfunction()
 
 function(_longqa_pch_donor name pic openmp)
@@ -69,13 +71,7 @@ function(longqa_use_torch_pch)
   get_property(targets GLOBAL PROPERTY LONGQA_TARGETS)
   foreach(target IN LISTS targets)
     get_target_property(libs ${target} LINK_LIBRARIES)
-    set(sees_torch FALSE)
-    foreach(lib IN LISTS libs)
-      _longqa_carries_torch("${lib}" sees_torch)
-      if(sees_torch)
-        break()
-      endif()
-    endforeach()
+    _longqa_any_carries_torch("${libs}" sees_torch)
     if(NOT sees_torch)
       continue()
     endif()
