@@ -32,11 +32,39 @@ bool IsTrailingPunctuation(char c) {
   return c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?';
 }
 
+// How many times `c` occurs in the span.
+int64_t CountIn(std::string_view text, ByteRange r, char c) {
+  return std::count(text.begin() + r.first, text.begin() + r.second, c);
+}
+
+// True when the span's byte at `at` (its first or last) is a bracket or backtick the span does
+// not close or open itself: "warning)" cut from "`Alert` (warning)", "`container_test.sh" from a
+// code span. An answer keeps its own pairs ("f(x)", "`--workers`").
+bool UnpairedDelimiter(std::string_view text, ByteRange r, int64_t at) {
+  const char c = text[at];
+  if (c == '`') return CountIn(text, r, '`') % 2 == 1;
+  static constexpr std::string_view kOpen = "([{", kClose = ")]}";
+  if (const size_t i = kClose.find(c); i != kClose.npos && at == r.second - 1) {
+    return CountIn(text, r, c) > CountIn(text, r, kOpen[i]);
+  }
+  if (const size_t i = kOpen.find(c); i != kOpen.npos && at == r.first) {
+    return CountIn(text, r, c) > CountIn(text, r, kClose[i]);
+  }
+  return false;
+}
+
 ByteRange TrimAnswer(std::string_view text, ByteRange r) {
   r = Trim(text, r);
-  while (r.second > r.first &&
-         (IsTrailingPunctuation(text[r.second - 1]) || IsSpace(text[r.second - 1]))) {
-    --r.second;
+  for (bool trimmed = true; trimmed && r.first < r.second;) {
+    trimmed = false;
+    const char last = text[r.second - 1];
+    if (IsTrailingPunctuation(last) || IsSpace(last) || UnpairedDelimiter(text, r, r.second - 1)) {
+      --r.second;
+      trimmed = true;
+    } else if (IsSpace(text[r.first]) || UnpairedDelimiter(text, r, r.first)) {
+      ++r.first;
+      trimmed = true;
+    }
   }
   return r;
 }

@@ -68,9 +68,10 @@ struct RequestLogits {
 // ends inside a word (between two ASCII letters/digits), so subword pieces cannot cut words, and
 // never crosses a table cell border (a `|` with a blank or the line's edge beside it, on a line
 // that starts with `|`) or a table row's end. Spans are trimmed of surrounding ASCII whitespace
-// (pieces carry their leading space) and of trailing . , ; : ! ? (a piece may glue a word to the
-// full stop), so they never split a UTF-8 character. Spans ranked best first: the best one's lead
-// over the first with other bytes (infinity: none).
+// (pieces carry their leading space), of trailing . , ; : ! ? (a piece may glue a word to the
+// full stop) and of a bracket or backtick at either end that the span does not pair ("warning)"
+// from "(warning)"; "f(x)" and "`make test`" stay whole), so they never split a UTF-8 character.
+// Spans ranked best first: the best one's lead over the first with other bytes (infinity: none).
 float SpanMargin(const std::vector<AnswerSpan>& ranked);
 
 QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,

@@ -25,7 +25,7 @@ export BUILD="${BUILD:-$ROOT/build}"
 FROM="$1"
 WORK="${2:-$BUILD/realtext-train}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-THREADS="${THREADS:-2}"
+export THREADS="${THREADS:-2}"  # the scoring (eval_demo.sh) too, not only the trainer
 DATA="$WORK/data"
 mkdir -p "$DATA"
 

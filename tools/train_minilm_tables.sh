@@ -24,7 +24,7 @@ export BUILD="${BUILD:-$ROOT/build}"
 FROM="$1"
 WORK="${2:-$BUILD/realtext-tables}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-THREADS="${THREADS:-2}"
+export THREADS="${THREADS:-2}"  # the scoring (eval_demo.sh) too, not only the trainer
 DATA="$WORK/data"
 
 PROSE=1 DATA_ONLY=1 PYTHON="$PYTHON" "$ROOT/tools/train_minilm_realtext.sh" "$FROM" "$WORK"

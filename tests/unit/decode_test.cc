@@ -50,6 +50,37 @@ TEST(DecodeTest, ShortAnswerDropsTrailingPunctuationGluedToAPiece) {
             "1808");
 }
 
+// The best span for each case, from its start piece to its end piece (token numbers: the pieces'
+// index + 1, the paragraph token first).
+std::string SpanFromTo(const std::string& text, const std::vector<ByteRange>& pieces, int from,
+                       int to) {
+  std::vector<float> start(pieces.size() + 1, 0.0f), end(pieces.size() + 1, 0.0f);
+  start[from] = 9;
+  end[to] = 9;
+  return BestShort(text, OneParagraph(text, pieces), start, end);
+}
+
+TEST(DecodeTest, ShortAnswerDropsABracketOrBacktickItDoesNotPair) {
+  // A table's "`LongqaLatencyObjective` (warning)": the model ends its span on the ")" piece.
+  const std::string alert = "Alert (warning) fires";
+  const std::vector<ByteRange> alert_pieces = {{0, 5}, {5, 7}, {7, 14}, {14, 15}, {15, 21}};
+  EXPECT_EQ(SpanFromTo(alert, alert_pieces, 3, 4), "warning");
+  EXPECT_EQ(SpanFromTo(alert, alert_pieces, 2, 3), "warning");    // "(warning" from its start
+  EXPECT_EQ(SpanFromTo(alert, alert_pieces, 2, 4), "(warning)");  // paired: kept whole
+  // A code span cut at one end, and one taken whole.
+  const std::string run = "Run `make test` now";
+  const std::vector<ByteRange> run_pieces = {{0, 3}, {3, 5}, {5, 9}, {9, 14}, {14, 15}, {15, 19}};
+  EXPECT_EQ(SpanFromTo(run, run_pieces, 3, 5), "make test");
+  EXPECT_EQ(SpanFromTo(run, run_pieces, 2, 4), "make test");
+  EXPECT_EQ(SpanFromTo(run, run_pieces, 2, 5), "`make test`");
+  // Brackets inside the answer are its own: "f(x)" stays, "f(x))." loses the stray ")" and ".".
+  const std::string call = "Call f(x)). Done";
+  const std::vector<ByteRange> call_pieces = {{0, 4}, {4, 6},  {6, 7},  {7, 8},
+                                              {8, 9}, {9, 11}, {11, 16}};
+  EXPECT_EQ(SpanFromTo(call, call_pieces, 2, 5), "f(x)");
+  EXPECT_EQ(SpanFromTo(call, call_pieces, 2, 6), "f(x)");
+}
+
 // "Alpha beta.\n\nGamma delta.": two paragraphs, each a paragraph token and three pieces.
 const std::string kTwoParagraphs = "Alpha beta.\n\nGamma delta.";
 
