@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The tail of a real-English training round (tools/train_minilm_realtext.sh,
 # tools/train_minilm_tables.sh): the null threshold (and, with NULL_BANDS, one per document-length
-# band) chosen on a calibration set with the fp32 checkpoint (`longqa eval --calibrate_null`,
-# docs/cli.md), the bf16 folder with it (tools/ship_model.py), then the scores per question kind
+# band) chosen on a calibration set with the checkpoint served at its default precision
+# (`longqa eval --calibrate_null`, docs/cli.md; on a CPU without bf16 that is int8 with rounded
+# weights: the checkpoint has no calibration text; rounds 5 and 6 were calibrated so), the bf16
+# folder with it (tools/ship_model.py), then the scores per question kind
 # (tools/demo_report.py) of that folder on each test set, in EVAL/<set with / as ->/.
 # Usage: tools/ship_realtext_round.sh CHECKPOINT CALIB.jsonl EVAL SHIPPED FROM DATA SET...
 #   FROM: the model folder the round started from (its int8 calibration text is copied, else
