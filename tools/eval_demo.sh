@@ -11,6 +11,9 @@ BUILD="${BUILD:-$ROOT/build}"
 source "$ROOT/tools/start_server.sh"
 gold="$1"; out="$2"; shift 2
 mkdir -p "$out"
+# A failed eval (exit 4: some requests failed, e.g. past their deadline on a busy machine) ends
+# this script under set -e: the server it started goes with it, not left serving.
+trap '[[ -n "${server_pid:-}" ]] && kill "$server_pid" 2>/dev/null' EXIT
 for model in "$@"; do
   name="$(basename "$model")"
   log="$out/$name.server.log"
@@ -21,4 +24,5 @@ for model in "$@"; do
     --concurrency=2 --no_progress --output="$out/$name.predictions.json" ${EVAL_FLAGS:-} |
     tee -a "$out/$name.txt"
   kill "$server_pid"; wait "$server_pid" || true
+  server_pid=""
 done
