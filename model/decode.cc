@@ -53,8 +53,8 @@ bool UnpairedDelimiter(std::string_view text, ByteRange r, int64_t at) {
   return false;
 }
 
+// Surrounding whitespace goes in the same loop: a trim can expose a blank ("(warning )").
 ByteRange TrimAnswer(std::string_view text, ByteRange r) {
-  r = Trim(text, r);
   for (bool trimmed = true; trimmed && r.first < r.second;) {
     trimmed = false;
     const char last = text[r.second - 1];
