@@ -32,7 +32,7 @@ def collect(port, gold_path, out_path):
         gold_long = g["long_answer"]["start_byte"] if g.get("long_answer") else -1
         gold_short = [(s["start_byte"], s["end_byte"]) for s in g.get("short_answers", [])]
         la, sa = a.get("long_answer", {}), a.get("short_answers", [])
-        yes_no = {"YES": "YES", "NO": "NO"}.get(a["answer_type"], "NONE")
+        yes_no = a["answer_type"] if a["answer_type"] in ("YES", "NO") else "NONE"
         rows.append({
             "id": g["example_id"], "kind": g["kind"], "type": a["answer_type"],
             "best": a["best_answer_score"], "null": a["no_answer_score"],
@@ -58,7 +58,8 @@ def f1(right, answered, gold):
     return 2 * p * r / (p + r) if p + r else 0.0
 
 
-def long_f1(rows, score, cut, key="long_ok"):
+def nq_f1(rows, score, cut, key):
+    """Long (key "long_ok") or short ("short_ok") F1 of rows with those below `cut` nulled."""
     answered = [r for r in rows if score(r) >= cut]
     right = sum(r[key] and r["kind"] != "unanswerable" for r in answered)
     return f1(right, len(answered), sum(r["kind"] != "unanswerable" for r in rows))
@@ -72,17 +73,17 @@ def report(dev_path, test_path):
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in kinds) + " |")
     for name, score in SCORES.items():
         cut = max(sorted({score(r) for r in dev}),
-                  key=lambda c: long_f1(dev, score, c) + long_f1(dev, score, c, "short_ok"))
+                  key=lambda c: nq_f1(dev, score, c, "long_ok") + nq_f1(dev, score, c, "short_ok"))
         cells = []
         for k in kinds:
             rows = [r for r in test if r["kind"] == k]
             if k == "unanswerable":
                 cells.append(f"nulled {sum(score(r) < cut for r in rows)}/{len(rows)}")
             else:
-                cells.append(f"{long_f1(rows, score, cut):.2f} / "
-                             f"{long_f1(rows, score, cut, 'short_ok'):.2f}")
-        print(f"| {name} | {cut:.3f} | {long_f1(dev, score, cut):.3f} | "
-              f"{long_f1(test, score, cut):.3f} / {long_f1(test, score, cut, 'short_ok'):.3f} | "
+                cells.append(f"{nq_f1(rows, score, cut, 'long_ok'):.2f} / "
+                             f"{nq_f1(rows, score, cut, 'short_ok'):.2f}")
+        print(f"| {name} | {cut:.3f} | {nq_f1(dev, score, cut, 'long_ok'):.3f} | "
+              f"{nq_f1(test, score, cut, 'long_ok'):.3f} / {nq_f1(test, score, cut, 'short_ok'):.3f} | "
               + " | ".join(cells) + " |")
     for k in kinds:
         if k != "unanswerable":
