@@ -122,18 +122,7 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
   }
   for (float& p : answer.type_probabilities) p /= total;
 
-  // The rule the API states (qa.proto): NO_ANSWER exactly when
-  // no_answer_score + null_threshold >= best_answer_score; otherwise the best of the others.
-  const auto best_other =
-      std::max_element(logits.type_logits.begin() + 1, logits.type_logits.end());
-  answer.best_answer_score = *best_other;
-  const float null_side = answer.no_answer_score + options.null_threshold.value_or(0.0f);
-  const AnswerType type = null_side >= answer.best_answer_score
-                              ? AnswerType::kNoAnswer
-                              : static_cast<AnswerType>(best_other - logits.type_logits.begin());
-  answer.decision_margin = std::abs(answer.best_answer_score - null_side);
-
-  // Best non-empty paragraph.
+  // Best non-empty paragraph: the long answer, and with add_long_score part of the answer's score.
   int64_t best_paragraph = -1;
   float runner_up_paragraph = -std::numeric_limits<float>::infinity();
   for (size_t p = 0; p < doc.paragraph_token.size(); ++p) {
@@ -148,21 +137,33 @@ QaAnswer DecodeAnswer(const RequestLogits& logits, const TokenizedDocument& doc,
       runner_up_paragraph = std::max(runner_up_paragraph, score);
     }
   }
+  const float best_long_score =
+      best_paragraph < 0 ? 0.0f : logits.long_score[doc.paragraph_token[best_paragraph]];
+
+  // The rule the API states (qa.proto): NO_ANSWER exactly when
+  // no_answer_score + null_threshold >= best_answer_score; otherwise the best of the others.
+  const auto best_other =
+      std::max_element(logits.type_logits.begin() + 1, logits.type_logits.end());
+  answer.best_answer_score = *best_other + (options.add_long_score ? best_long_score : 0.0f);
+  const float null_side = answer.no_answer_score + options.null_threshold.value_or(0.0f);
+  const AnswerType type = null_side >= answer.best_answer_score
+                              ? AnswerType::kNoAnswer
+                              : static_cast<AnswerType>(best_other - logits.type_logits.begin());
+  answer.decision_margin = std::abs(answer.best_answer_score - null_side);
+
   if (type == AnswerType::kNoAnswer || best_paragraph < 0) return answer;
   // Which of yes, no, short and long-only: close to its runner-up too.
   float runner_up_type = -std::numeric_limits<float>::infinity();
   for (auto t = logits.type_logits.begin() + 1; t != logits.type_logits.end(); ++t) {
     if (t != best_other) runner_up_type = std::max(runner_up_type, *t);
   }
-  answer.decision_margin =
-      std::min({answer.decision_margin, *best_other - runner_up_type,
-                logits.long_score[doc.paragraph_token[best_paragraph]] - runner_up_paragraph});
+  answer.decision_margin = std::min({answer.decision_margin, *best_other - runner_up_type,
+                                     best_long_score - runner_up_paragraph});
 
   answer.type = type;
   answer.has_long_answer = true;
   const ByteRange para = doc.paragraph_bytes[best_paragraph];
-  answer.long_answer = {best_paragraph, para.first, para.second,
-                        logits.long_score[doc.paragraph_token[best_paragraph]]};
+  answer.long_answer = {best_paragraph, para.first, para.second, best_long_score};
 
   // Short candidates inside the paragraph (its content tokens, not the paragraph token).
   const int64_t first = doc.paragraph_token[best_paragraph] + 1;

@@ -21,6 +21,10 @@ struct DecodeOptions {
   // Added to the NO_ANSWER logit before the type is chosen. Unset: the model's default
   // (config.json null_threshold), which the Engine fills in; DecodeAnswer reads unset as 0.
   std::optional<float> null_threshold;
+  // config.json answer_score "type+long": best_answer_score adds the best paragraph's long score
+  // to the best answer-type logit, so a question the model finds no paragraph for leans to
+  // NO_ANSWER (docs/model-format.md). False: the answer-type logit alone.
+  bool add_long_score = false;
 };
 
 struct AnswerSpan {
@@ -36,7 +40,8 @@ struct QaAnswer {
   AnswerSpan long_answer;
   std::vector<AnswerSpan> short_answers;  // best first, all inside long_answer's paragraph
   float no_answer_score = 0.0f;           // the NO_ANSWER logit of the type head
-  float best_answer_score = 0.0f;         // the largest of the other four type logits
+  // The largest of the other four type logits, plus the long answer's score with add_long_score.
+  float best_answer_score = 0.0f;
   std::array<float, 5> type_probabilities{};
   // The closest call made, in logits: the smallest gap between a choice the answer rests on (the
   // answer type, the paragraph, the best short span) and its runner-up. Infinity where nothing was

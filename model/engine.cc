@@ -274,6 +274,7 @@ QaAnswer Engine::Decode(const PreparedRequest& r, const RequestLogits& logits) c
     options.null_threshold =
         static_cast<float>(NullThresholdFor(config_, static_cast<int64_t>(r.document.ids.size())));
   }
+  options.add_long_score = config_.answer_score == "type+long";
   QaAnswer answer = config_.qa_format == QaFormat::kSquad
                         ? DecodeSquadAnswer(logits, r.document, r.request.text, options)
                         : DecodeAnswer(logits, r.document, r.request.text, options);

@@ -393,6 +393,7 @@ v1::ModelInfo QaService::ModelInfo() const {
     b->set_min_document_tokens(static_cast<uint32_t>(band.min_document_tokens));
     b->set_null_threshold(static_cast<float>(band.null_threshold));
   }
+  info.set_answer_score(c.answer_score);
   info.set_precision(PrecisionName(engine_.precision()));
   return info;
 }

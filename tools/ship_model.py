@@ -3,14 +3,15 @@
 else, weights stored in half precision, and the null threshold chosen on dev.
 
     tools/ship_model.py CHECKPOINT_DIR OUT_DIR [--dtype f16|bf16|f32] [--null_threshold T]
-                        [--null_threshold_band MIN_TOKENS:T ...]
+                        [--null_threshold_band MIN_TOKENS:T ...] [--answer_score type|type+long]
                         [--default_precision fp32|bf16|int8|bf16,int8...]
                         [--int8_recheck_margin M]
 
 Copies config.json (with `null_threshold` set when given: the value `longqa eval
 --calibrate_null` printed on a dev split; --null_threshold_band, repeated, sets the bands of
 `--calibrate_null --null_bands`: documents of MIN_TOKENS tokens or more get T, and a band replaces
-any the checkpoint had), the tokenizer file config.json names, and
+any the checkpoint had; --answer_score, what the no-answer rule weighs NO_ANSWER against, must be
+the one the threshold was calibrated with), the tokenizer file config.json names, and
 model.safetensors with every floating-point tensor cast to --dtype (default f16: half the bytes;
 the server computes in fp32 unless told otherwise, docs/model-format.md). --default_precision sets
 the arithmetic `longqa-server --precision=auto` serves in where the device runs it natively (a list
@@ -63,6 +64,8 @@ def main(argv):
     parser.add_argument("--null_threshold", type=float)
     parser.add_argument("--null_threshold_band", type=threshold_band, action="append",
                         help="MIN_TOKENS:T, repeated: the threshold of documents that long or longer")
+    parser.add_argument("--answer_score", choices=["type", "type+long"],
+                        help="type+long: the best paragraph's long score joins the answer's side")
     parser.add_argument("--default_precision", type=precision_list,
                         help="fp32, bf16, int8, or a list in order of preference (bf16,int8)")
     parser.add_argument("--int8_recheck_margin", type=float,
@@ -80,6 +83,10 @@ def main(argv):
         if len({b["min_document_tokens"] for b in bands}) != len(bands):
             parser.error("--null_threshold_band: each MIN_TOKENS once")
         config["null_threshold_bands"] = bands
+    if args.answer_score == "type":
+        config.pop("answer_score", None)  # the default, written as the server writes it: absent
+    elif args.answer_score is not None:
+        config["answer_score"] = args.answer_score
     if args.default_precision is not None:
         config["default_precision"] = args.default_precision
     if args.int8_recheck_margin is not None:
@@ -106,6 +113,7 @@ def main(argv):
     size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
     print(f"{args.out}: {len(cast)} tensors, {size / 1e6:.1f} MB ({args.dtype})"
           + (f", null_threshold {args.null_threshold:g}" if args.null_threshold is not None else "")
+          + (f", answer_score {config['answer_score']}" if "answer_score" in config else "")
           + "".join(f", {b['null_threshold']:g} from {b['min_document_tokens']} tokens"
                     for b in config.get("null_threshold_bands", [])))
 

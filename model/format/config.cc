@@ -148,6 +148,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
                "header)");
   }
   if (!std::isfinite(c.null_threshold)) return bad("null_threshold", "must be a finite number");
+  if (c.answer_score != "type" && c.answer_score != "type+long") {
+    return bad("answer_score", "must be \"type\" or \"type+long\"");
+  }
+  if (c.answer_score == "type+long" && c.qa_format != QaFormat::kNq) {
+    return bad("answer_score", "\"type+long\" needs qa_format \"nq\" (a long-answer head)");
+  }
   for (size_t i = 0; i < c.null_threshold_bands.size(); ++i) {
     const NullThresholdBand& band = c.null_threshold_bands[i];
     const int64_t floor = i == 0 ? 0 : c.null_threshold_bands[i - 1].min_document_tokens;
@@ -284,6 +290,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   LONGQA_RETURN_IF_ERROR(Read(j, "answer_type_pooling", &c.answer_type_pooling, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "table_header_tokens", &c.table_header_tokens, false));
   LONGQA_RETURN_IF_ERROR(Read(j, "null_threshold", &c.null_threshold, false));
+  LONGQA_RETURN_IF_ERROR(Read(j, "answer_score", &c.answer_score, false));
   if (j.contains("null_threshold_bands")) {
     const json& bands = j["null_threshold_bands"];
     for (size_t i = 0; bands.is_array() && i < bands.size(); ++i) {
@@ -379,6 +386,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
     j["null_threshold_bands"].push_back({{"min_document_tokens", band.min_document_tokens},
                                          {"null_threshold", band.null_threshold}});
   }
+  if (c.answer_score != "type") j["answer_score"] = c.answer_score;  // as table_header_tokens
   j["default_precision"] = c.default_precision;
   j["int8_recheck_margin"] = c.int8_recheck_margin;
   j["qa_format"] = QaFormatName(c.qa_format);

@@ -111,6 +111,11 @@ struct ModelConfig {
   // document gets the last band it reaches, else null_threshold (NullThresholdFor). Empty: one
   // threshold for every length.
   std::vector<NullThresholdBand> null_threshold_bands;
+  // What the no-answer rule weighs NO_ANSWER against (qa.proto's best_answer_score): "type", the
+  // best other answer-type logit; "type+long" (qa_format nq), that plus the best paragraph's long
+  // score, for a model whose type head says "answerable" for questions it then finds no paragraph
+  // for (docs/model-format.md has the measurement). Chosen on a dev set, as null_threshold is.
+  std::string answer_score = "type";
   // The precision the server's --precision=auto serves in where the device runs it natively
   // ("fp32", "bf16" or "int8", or a list in order of preference such as "bf16,int8";
   // model/precision_choice.h). Set when a model is shipped, only after

@@ -166,3 +166,61 @@ def test_null_threshold_bands_give_long_documents_their_own_default(tmp_path):
     finally:
         proc.terminate()
         proc.wait()
+
+
+def test_answer_score_type_plus_long_adds_the_long_answers_score_to_the_rule(tmp_path):
+    # models/demo (qa_format nq) shipped with --answer_score=type+long: the same logits, and
+    # best_answer_score grows by the long answer's score; qa.proto's rule decides with it.
+    demo = os.path.join(SOURCE, "models", "demo")
+    shipped = tmp_path / "type_long"
+    subprocess.run([sys.executable, SHIP, demo, str(shipped), "--answer_score=type+long"],
+                   check=True, capture_output=True, text=True)
+    assert json.loads((shipped / "config.json").read_text())["answer_score"] == "type+long"
+    servers = [start_server(d, "--precision=fp32") for d in (demo, str(shipped))]
+    try:
+        (_, port_type, _, _), (_, port_long, _, _) = servers
+        infos = [subprocess.run([CLI, "info", f"--target=127.0.0.1:{port}"], check=True,
+                                capture_output=True, text=True).stdout
+                 for port in (port_type, port_long)]
+        assert "answer score: type\n" in infos[0], infos[0]
+        assert "answer score: type+long\n" in infos[1], infos[1]
+        document = os.path.join(demo, "sample.txt")
+        with open(os.path.join(demo, "sample_questions.json")) as f:
+            questions = [q["question"] for q in json.load(f)][:3]
+        for question in questions:
+            def ask_both(*extra):
+                return [json.loads(subprocess.run(
+                    [CLI, "ask", f"--target=127.0.0.1:{port}", "--question", question,
+                     f"--file={document}", "--json", *extra],
+                    check=True, capture_output=True, text=True).stdout)
+                    for port in (port_type, port_long)]
+            plain, added = ask_both("--null_threshold=-1000")
+            # The same weights in two servers: the same logits to fp32 rounding (their GEMMs
+            # may split the work differently).
+            span = ("byte_begin", "byte_end")
+            assert [plain["long_answer"][k] for k in span] == [added["long_answer"][k] for k in span]
+            assert abs(plain["no_answer_score"] - added["no_answer_score"]) < 1e-3
+            expected = plain["best_answer_score"] + plain["long_answer"]["score"]
+            assert abs(added["best_answer_score"] - expected) < 1e-3, (plain, added)
+            # A threshold between the two margins: NO_ANSWER from one server only.
+            margins = [a["best_answer_score"] - a["no_answer_score"] for a in (plain, added)]
+            if abs(margins[0] - margins[1]) < 1e-3:
+                continue
+            split = ask_both(f"--null_threshold={sum(margins) / 2}")
+            assert [a["answer_type"] == "NO_ANSWER" for a in split] == [
+                margins[0] < margins[1], margins[1] < margins[0]], (margins, split)
+    finally:
+        for proc, _, _, _ in servers:
+            proc.terminate()
+            proc.wait()
+
+
+def test_answer_score_type_plus_long_is_refused_without_a_long_answer_head(tmp_path):
+    # An imported SQuAD checkpoint (qa_format squad) has no paragraph scores to add.
+    _, shipped_dir = import_and_ship(tmp_path, 8, "--answer_score=type+long")
+    refused = subprocess.run([os.path.join(BUILD, "server", "longqa-server"),
+                              f"--model_dir={shipped_dir}", "--listen=127.0.0.1:0",
+                              "--metrics_listen=127.0.0.1:0"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0
+    assert "'answer_score'" in refused.stderr and "qa_format" in refused.stderr, refused.stderr

@@ -90,6 +90,23 @@ TEST(ConfigTest, TableHeaderTokensRoundTripAndNeedClusterFormerNqWithPositionsFo
   EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
 }
 
+TEST(ConfigTest, AnswerScoreRoundTripsAndTypePlusLongNeedsALongAnswerHead) {
+  ModelConfig c = TinyConfig("SSS", 16, 12, 4);
+  EXPECT_EQ(ModelConfigToJson(c).find("answer_score"), std::string::npos);  // default: unchanged
+  EXPECT_EQ(ParseModelConfig(ModelConfigToJson(c))->answer_score, "type");
+  c.answer_score = "type+long";
+  auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->answer_score, "type+long");
+  c.qa_format = QaFormat::kSquad;  // its windows have no long-answer head
+  c.exact_match_feature = false;
+  c.max_position_embeddings += 1;
+  EXPECT_NE(ValidateModelConfig(c).message().find("'answer_score'"), std::string::npos)
+      << ValidateModelConfig(c).message();
+  c.answer_score = "type";
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
+}
+
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
   ModelConfig c = TinyConfig("SNKCI", 32, 24);
   EXPECT_EQ(c.num_clusters.size(), 2u);  // one per C or N layer
@@ -147,6 +164,8 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"untrained_heads", {"pooler"}},
       {"null_threshold", "high"},
       {"answer_type_pooling", "attention"},
+      {"answer_score", "long"},
+      {"answer_score", 1},
       {"default_precision", "fp16"},
       {"default_precision", "bf16,fp16"},
       {"default_precision", "bf16,"},

@@ -130,6 +130,42 @@ TEST(DecodeTest, DecisionMarginIsTheClosestCallTheAnswerRestsOn) {
   EXPECT_FLOAT_EQ(a.decision_margin, 1.0f);
 }
 
+TEST(DecodeTest, AddLongScoreWeighsNoAnswerAgainstTypeAndParagraphTogether) {
+  const TokenizedDocument doc = TwoParagraphs();
+  RequestLogits logits = CloseParagraphs();  // SHORT 3 over NO_ANSWER; paragraph 0 scores 2
+  DecodeOptions options;
+  options.add_long_score = true;
+  QaAnswer a = DecodeAnswer(logits, doc, kTwoParagraphs, options);
+  EXPECT_FLOAT_EQ(a.best_answer_score, 3.0f + 2.0f);
+  EXPECT_FLOAT_EQ(a.no_answer_score, 0.0f);
+  EXPECT_EQ(a.type, AnswerType::kShort);
+  EXPECT_EQ(a.long_answer.paragraph_index, 0);
+  // A threshold of 4 nulls the type logit alone (0 + 4 >= 3) but not type + paragraph (5).
+  options.null_threshold = 4.0f;
+  a = DecodeAnswer(logits, doc, kTwoParagraphs, options);
+  EXPECT_EQ(a.type, AnswerType::kShort);
+  EXPECT_FLOAT_EQ(a.decision_margin, 0.75f);  // still the paragraphs': 5 - 4 = 1 is wider
+  options.add_long_score = false;
+  EXPECT_EQ(DecodeAnswer(logits, doc, kTwoParagraphs, options).type, AnswerType::kNoAnswer);
+  // A question whose best paragraph scores low: the same type logits, now NO_ANSWER.
+  options.add_long_score = true;
+  options.null_threshold = 0.0f;
+  logits.long_score[0] = -4.0f;
+  logits.long_score[4] = -3.5f;  // paragraph 1 is the best now, at -3.5
+  a = DecodeAnswer(logits, doc, kTwoParagraphs, options);
+  EXPECT_FLOAT_EQ(a.best_answer_score, 3.0f - 3.5f);
+  EXPECT_EQ(a.type, AnswerType::kNoAnswer);
+  EXPECT_FALSE(a.has_long_answer);
+  EXPECT_FLOAT_EQ(a.decision_margin, 0.5f);
+  // The rule as qa.proto states it, at thresholds either side of the margin.
+  for (const float t : {-0.51f, -0.49f}) {
+    options.null_threshold = t;
+    a = DecodeAnswer(logits, doc, kTwoParagraphs, options);
+    EXPECT_EQ(a.type == AnswerType::kNoAnswer, a.no_answer_score + t >= a.best_answer_score) << t;
+    EXPECT_EQ(a.type == AnswerType::kNoAnswer, t > -0.5f) << t;
+  }
+}
+
 TEST(DecodeTest, SpanMarginSkipsRunnersUpWithTheBestOnesBytes) {
   EXPECT_FLOAT_EQ(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8.5f}, {0, 6, 10, 7}}), 2.0f);
   EXPECT_TRUE(std::isinf(SpanMargin({{0, 0, 5, 9}, {0, 0, 5, 8}})));

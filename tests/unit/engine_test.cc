@@ -132,6 +132,44 @@ TEST(EngineTest, AnswerIsTheSameAloneAndInsideAMixedBatch) {
   }
 }
 
+TEST(EngineTest, AnswerScoreTypePlusLongAddsTheLongAnswersScoreToTheRule) {
+  // config.json answer_score "type+long": the same logits, best_answer_score grows by the long
+  // answer's score, and qa.proto's rule decides with it (a threshold between the two margins
+  // splits them).
+  ModelConfig c = TinyConfig("SCS", 24, 16, 4);
+  const TensorMap w = SpreadWeights(c, 5);
+  const auto type_only = MakeEngine(c, w);
+  c.answer_score = "type+long";
+  const auto type_long = MakeEngine(c, w);
+  int split = 0;
+  for (int seed = 0; seed < 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    QaRequest r;
+    r.question = Words(4, seed);
+    r.text = Document(3 + seed, 15, seed);
+    r.options.null_threshold = -1e30f;  // every answer forced: the long answer is there to read
+    const auto a = type_only->Answer(r);
+    const auto b = type_long->Answer(r);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(a->has_long_answer && b->has_long_answer);
+    EXPECT_EQ(a->long_answer.byte_begin, b->long_answer.byte_begin);
+    EXPECT_FLOAT_EQ(a->no_answer_score, b->no_answer_score);
+    EXPECT_NEAR(b->best_answer_score, a->best_answer_score + a->long_answer.score, 1e-5);
+    // A threshold between the two margins: NO_ANSWER on one side only.
+    const float margin_a = a->best_answer_score - a->no_answer_score;
+    const float margin_b = b->best_answer_score - b->no_answer_score;
+    if (std::abs(margin_a - margin_b) < 1e-3f) continue;
+    r.options.null_threshold = (margin_a + margin_b) / 2;
+    const auto a2 = type_only->Answer(r);
+    const auto b2 = type_long->Answer(r);
+    ASSERT_TRUE(a2.ok() && b2.ok());
+    EXPECT_EQ(a2->type == AnswerType::kNoAnswer, margin_a < margin_b);
+    EXPECT_EQ(b2->type == AnswerType::kNoAnswer, margin_b < margin_a);
+    ++split;
+  }
+  EXPECT_GT(split, 0);
+}
+
 // Random text of multi-byte characters, combining marks, emoji, CRLF and control characters.
 std::string RandomUnicode(std::mt19937& rng, int units) {
   const std::vector<std::string> pool = {
