@@ -17,6 +17,7 @@
 #include "client/connection.h"
 #include "client/nq_eval.h"
 #include "client/requests.h"
+#include "longqa/v1/qa.grpc.pb.h"
 
 namespace longqa::cli {
 namespace {
@@ -71,6 +72,17 @@ std::vector<int64_t> ParseNullBands(const std::string& text) {
   return bounds;
 }
 
+// The served model's answer_score (ModelInfo; "type" from a server older than the field), or ""
+// when the server does not say.
+std::string ServedAnswerScore(const Connection& connection) {
+  auto stub = v1::QuestionAnswering::NewStub(connection.channel());
+  grpc::ClientContext context;
+  connection.Prepare(&context);
+  v1::ModelInfo info;
+  if (!stub->GetModelInfo(&context, {}, &info).ok()) return "";
+  return info.answer_score().empty() ? "type" : info.answer_score();
+}
+
 }  // namespace
 
 int RunEval(int argc, char** argv) {
@@ -121,6 +133,7 @@ int RunEval(int argc, char** argv) {
 
   std::vector<NqPrediction> predictions;
   std::vector<double> margins;           // best_answer_score - no_answer_score, per prediction
+  std::vector<double> long_scores;       // the long answer's score, per prediction (0: none)
   std::vector<int64_t> document_tokens;  // per prediction (0 for a failed request)
   int64_t failed = 0;
   bool unreachable = false;
@@ -155,6 +168,8 @@ int RunEval(int argc, char** argv) {
       if (type == v1::ANSWER_TYPE_NO) p.yes_no = "NO";
       p.long_answer_score = p.short_answers_score = confidence;
     }
+    long_scores.push_back(
+        r.status.ok() && r.response.has_long_answer() ? r.response.long_answer().score() : 0.0);
     predictions.push_back(std::move(p));
     margins.push_back(margin);
     document_tokens.push_back(tokens);
@@ -189,6 +204,18 @@ int RunEval(int argc, char** argv) {
         "%.4f when every question is answered)\n",
         c.threshold, c.scores.long_all.f1, c.scores.short_all.f1, forced.long_all.f1,
         forced.short_all.f1);
+    // The other answer_score (config.json) on the same forced answers, so that a model's choice
+    // of it is made on dev too: "type+long" adds each answer's long score to its margin.
+    const std::string served = ServedAnswerScore(connection);
+    if (served == "type" || served == "type+long") {
+      const double sign = served == "type" ? 1.0 : -1.0;
+      std::vector<double> other = margins;
+      for (size_t i = 0; i < other.size(); ++i) other[i] += sign * long_scores[i];
+      const NullCalibration o = CalibrateNullThreshold(gold, predictions, other);
+      std::printf("with answer_score %s: null threshold %.6g (long F1 %.4f + short F1 %.4f)\n",
+                  served == "type" ? "type+long" : "type", o.threshold, o.scores.long_all.f1,
+                  o.scores.short_all.f1);
+    }
     predictions = std::move(c.predictions);  // everything below is at the chosen threshold
   }
   nlohmann::json official = {{"predictions", nlohmann::json::array()}};

@@ -393,6 +393,46 @@ TEST_F(CliTest, EvalFiguresMatchHandCounts) {
             std::string::npos)
       << empty_band.out;
   EXPECT_EQ(Cli("eval " + Target() + " --gold=" + banded_gold + " --null_bands=200").code, 2);
+
+  // --calibrate_null also calibrates the answer_score the model is not served with, on the same
+  // forced answers: what a server of the same weights with config.json answer_score "type+long"
+  // chooses for itself, and the other way round.
+  const fs::path type_long = Dir() / "model_type_long";
+  fs::create_directories(type_long);
+  for (const auto& f : fs::directory_iterator(ModelDir())) {
+    fs::copy_file(f.path(), type_long / f.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(type_long / "config.json"));
+  config["answer_score"] = "type+long";
+  std::ofstream(type_long / "config.json") << config.dump();
+  ServerProcess type_long_server({"--model_dir=" + type_long.string()});
+  ASSERT_TRUE(type_long_server.ok()) << type_long_server.log();
+  const CliRun served_long = Cli("eval --target=" + type_long_server.address() + " --gold=" +
+                                 (Dir() / "gold.jsonl").string() + " --calibrate_null");
+  ASSERT_EQ(served_long.code, 0) << served_long.out;
+  const std::regex own(
+      "null threshold (\\S+) \\(chosen on this set: long F1 ([0-9.]+) \\+ short "
+      "F1 ([0-9.]+);");
+  auto other = [](const std::string& name) {
+    return std::regex("with answer_score " + name +
+                      ": null threshold (\\S+) \\(long F1 ([0-9.]+) \\+ short F1 ([0-9.]+)\\)");
+  };
+  std::smatch type_own, type_other, long_own, long_other;
+  ASSERT_TRUE(std::regex_search(calibrated.out, type_own, own)) << calibrated.out;
+  ASSERT_TRUE(std::regex_search(calibrated.out, type_other, other("type\\+long")))
+      << calibrated.out;
+  ASSERT_TRUE(std::regex_search(served_long.out, long_own, own)) << served_long.out;
+  ASSERT_TRUE(std::regex_search(served_long.out, long_other, other("type"))) << served_long.out;
+  // The same threshold to float rounding (the server adds in float, the client in double), and
+  // the same F1 figures.
+  EXPECT_NEAR(std::stod(type_other[1]), std::stod(long_own[1]), 1e-3);
+  EXPECT_NEAR(std::stod(long_other[1]), std::stod(type_own[1]), 1e-3);
+  for (int k : {2, 3}) {
+    EXPECT_EQ(type_other[k], long_own[k]);
+    EXPECT_EQ(long_other[k], type_own[k]);
+  }
+  // The two rules differ here: every margin moved by its long score.
+  EXPECT_GT(std::abs(std::stod(type_own[1]) - std::stod(long_own[1])), 1e-3);
 }
 
 TEST_F(CliTest, BenchStopsWithinItsBounds) {
