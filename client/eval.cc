@@ -72,15 +72,15 @@ std::vector<int64_t> ParseNullBands(const std::string& text) {
   return bounds;
 }
 
-// The served model's answer_score (ModelInfo; "type" from a server older than the field), or ""
-// when the server does not say.
+// The served model's answer_score (ModelInfo), or "" where it has none to choose: a qa_format
+// "squad" model (no long-answer head), or a server that does not say.
 std::string ServedAnswerScore(const Connection& connection) {
   auto stub = v1::QuestionAnswering::NewStub(connection.channel());
   grpc::ClientContext context;
   connection.Prepare(&context);
   v1::ModelInfo info;
-  if (!stub->GetModelInfo(&context, {}, &info).ok()) return "";
-  return info.answer_score().empty() ? "type" : info.answer_score();
+  if (!stub->GetModelInfo(&context, {}, &info).ok() || info.qa_format() != "nq") return "";
+  return info.answer_score();
 }
 
 }  // namespace

@@ -51,8 +51,8 @@ int RunInfo(int argc, char** argv) {
     std::cout << "; " << band.null_threshold() << " from " << band.min_document_tokens()
               << " document tokens";
   }
-  std::cout << "\nanswer score: " << info.answer_score() << "\nserver " << info.server_version()
-            << "\n";
+  std::cout << "\nanswers: " << info.qa_format() << ", answer score " << info.answer_score()
+            << "\nserver " << info.server_version() << "\n";
   return kExitOk;
 }
 

@@ -394,6 +394,7 @@ v1::ModelInfo QaService::ModelInfo() const {
     b->set_null_threshold(static_cast<float>(band.null_threshold));
   }
   info.set_answer_score(c.answer_score);
+  info.set_qa_format(QaFormatName(c.qa_format));
   info.set_precision(PrecisionName(engine_.precision()));
   return info;
 }

@@ -617,6 +617,7 @@ TEST_F(ServerTest, HealthModelInfoAndMetricsPage) {
   EXPECT_EQ(info.max_document_tokens(), 20000u);
   EXPECT_FLOAT_EQ(info.default_null_threshold(), kModelNullThreshold);
   EXPECT_EQ(info.answer_score(), "type");
+  EXPECT_EQ(info.qa_format(), "nq");
   EXPECT_EQ(info.precision(), "fp32");  // auto, and the test model's default_precision is fp32
   const std::string page = Scrape(server_->metrics_port());
   for (const char* name :

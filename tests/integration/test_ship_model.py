@@ -61,6 +61,16 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
         info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port16}"], check=True,
                               capture_output=True, text=True).stdout
         assert "default null threshold: 0.5" in info, info
+        assert "answers: squad, answer score type\n" in info, info
+        # A squad model has no long-answer head: --calibrate_null offers no other answer_score.
+        gold = tmp_path / "gold.jsonl"
+        gold.write_text("".join(json.dumps({
+            "example_id": f"e{i}", "question": "w20 w21 w22", "document": document.read_text(),
+            "long_answer": None, "short_answers": []}) + "\n" for i in range(2)))
+        calibrated = subprocess.run([CLI, "eval", f"--target=127.0.0.1:{port16}", f"--gold={gold}",
+                                     "--calibrate_null"], check=True, capture_output=True,
+                                    text=True).stdout
+        assert "null threshold " in calibrated and "with answer_score" not in calibrated, calibrated
         full = ask(port32, document, "--null_threshold=-1000")  # both must answer
         half = ask(port16, document, "--null_threshold=-1000")
         # Weights rounded to 11 significant bits; the arithmetic stays fp32. (`longqa ask --json`
@@ -182,8 +192,8 @@ def test_answer_score_type_plus_long_adds_the_long_answers_score_to_the_rule(tmp
         infos = [subprocess.run([CLI, "info", f"--target=127.0.0.1:{port}"], check=True,
                                 capture_output=True, text=True).stdout
                  for port in (port_type, port_long)]
-        assert "answer score: type\n" in infos[0], infos[0]
-        assert "answer score: type+long\n" in infos[1], infos[1]
+        assert "answers: nq, answer score type\n" in infos[0], infos[0]
+        assert "answers: nq, answer score type+long\n" in infos[1], infos[1]
         document = os.path.join(demo, "sample.txt")
         with open(os.path.join(demo, "sample_questions.json")) as f:
             questions = [q["question"] for q in json.load(f)][:3]
