@@ -105,3 +105,4 @@ def test_responses_and_errors_match_the_description(server):
     check_schema(info, "ModelInfo")
     config = json.load(open(os.path.join(SOURCE, "models", "demo", "config.json")))
     assert info["name"] == "demo" and info["layerPlan"] == config["layers"], (info, config)
+    assert info["qaFormat"] == "nq" and info["answerScore"] == "type", info
