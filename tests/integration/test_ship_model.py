@@ -16,8 +16,8 @@ SHIP = os.path.join(SOURCE, "tools", "ship_model.py")
 CLI = os.path.join(BUILD, "client", "longqa")
 
 
-def ask(port, document_path, *extra):
-    out = subprocess.run([CLI, "ask", f"--target=127.0.0.1:{port}", "--question", "w20 w21 w22",
+def ask(port, document_path, *extra, question="w20 w21 w22"):
+    out = subprocess.run([CLI, "ask", f"--target=127.0.0.1:{port}", "--question", question,
                           f"--file={document_path}", "--json", *extra],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -199,11 +199,8 @@ def test_answer_score_type_plus_long_adds_the_long_answers_score_to_the_rule(tmp
             questions = [q["question"] for q in json.load(f)][:3]
         for question in questions:
             def ask_both(*extra):
-                return [json.loads(subprocess.run(
-                    [CLI, "ask", f"--target=127.0.0.1:{port}", "--question", question,
-                     f"--file={document}", "--json", *extra],
-                    check=True, capture_output=True, text=True).stdout)
-                    for port in (port_type, port_long)]
+                return [ask(port, document, *extra, question=question)
+                        for port in (port_type, port_long)]
             plain, added = ask_both("--null_threshold=-1000")
             # The same weights in two servers: the same logits to fp32 rounding (their GEMMs
             # may split the work differently).
