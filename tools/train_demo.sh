@@ -45,7 +45,7 @@ for v in $VARIANTS; do
     --stage_dev "$DATA/s1/dev.jsonl,$DATA/s2/dev.jsonl,$DATA/s3/dev.jsonl" \
     --long_dev "$DATA/long/dev.jsonl" --steps "$STEPS" --batch_tokens 4096 --lr 1e-3 \
     --warmup 200 --advance_accuracy 0.7 --advance_window 400 --min_stage_steps 300 \
-    --max_stage_steps 1200 --centroid_every 100 --memory 20000 --eval_every 1000 \
+    --max_stage_steps 1200 --centroid_every 100 --eval_every 1000 \
     --eval_examples 60 --save_every 100 --threads 1 --seed 1 >> "$WORK/$v.log" 2>&1 &
 done
 wait

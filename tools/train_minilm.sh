@@ -63,7 +63,7 @@ for v in $VARIANTS; do
     --stage_dev "$DATA/s1/dev.jsonl,$DATA/s2/dev.jsonl,$DATA/s3/dev.jsonl" \
     --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 \
     --lr 1e-4 --warmup 100 --advance_accuracy 0.8 --advance_window 300 --min_stage_steps 200 \
-    --max_stage_steps 700 --centroid_every 100 --memory 20000 --eval_every 250 \
+    --max_stage_steps 700 --centroid_every 100 --eval_every 250 \
     --eval_examples 40 --save_every 50 --threads "$THREADS" --device "${DEVICE:-cpu}" --seed 1 \
     ${TRAIN_FLAGS:-} >> "$WORK/$v.log" 2>&1 &
 done

@@ -55,7 +55,7 @@ exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --stage_dev "$(IFS=,; echo "${devs[*]}")" --max_stage_steps "${STAGE_STEPS:-0}" \
   --steps "${STEPS:-4000}" --batch_tokens "${BATCH_TOKENS:-4096}" --max_batch "${MAX_BATCH:-16}" \
   --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 300 --advance_accuracy 0.9 \
-  --advance_window 400 --centroid_every 100 --memory 20000 \
+  --advance_window 400 --centroid_every 100 \
   --eval_every "${EVAL_EVERY:-250}" --eval_examples 100 --save_every 100 --log_every 20 \
   --keep_stage_models \
   --threads "${THREADS:-1}" --device "${DEVICE:-cpu}" --seed 5 \

@@ -24,5 +24,5 @@ fi
 exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" --out "$WORK/$VARIANT-long" \
   --stages "$DATA/s4/train.jsonl" --stage_dev "$DATA/s4/dev.jsonl" --long_dev "$DATA/mid/dev.jsonl" \
   --steps "$STEPS" --batch_tokens 2048 --max_batch 1 --lr 3e-5 --warmup 20 --centroid_every 100 \
-  --memory 20000 --eval_every 100 --eval_examples 20 --save_every 10 --threads "${THREADS:-1}" \
+  --eval_every 100 --eval_examples 20 --save_every 10 --threads "${THREADS:-1}" \
   --device "${DEVICE:-cpu}" --seed 2 ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-long.log" 2>&1

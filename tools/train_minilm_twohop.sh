@@ -42,7 +42,7 @@ exec stdbuf -oL "$BUILD/train/longqa-train" --init_model "$WORK/$VARIANT" \
   --stage_dev "$DATA/th1/dev.jsonl,$DATA/th2/dev.jsonl,$DATA/th4/dev.jsonl" \
   --long_dev "$DATA/mid/dev.jsonl" --steps "$STEPS" --batch_tokens 2048 --max_batch 8 --lr 5e-5 \
   --warmup 50 --advance_accuracy 0.8 --advance_window 200 --min_stage_steps 100 \
-  --max_stage_steps "$stage_steps" --centroid_every 100 --memory 20000 --eval_every 250 \
+  --max_stage_steps "$stage_steps" --centroid_every 100 --eval_every 250 \
   --eval_examples 40 --save_every 50 --keep_stage_models --threads "${THREADS:-1}" \
   --device "${DEVICE:-cpu}" --seed 3 \
   ${TRAIN_FLAGS:-} >> "$WORK/$VARIANT-twohop.log" 2>&1

@@ -59,7 +59,7 @@ stage() {  # from, to, steps, stage files, stage dev files, batch tokens, max ba
   # shellcheck disable=SC2086  # TRAIN_FLAGS: several flags
   stdbuf -oL "$BUILD/train/longqa-train" --init_model "$from" --out "$to" --stages "$stages" \
     --stage_dev "$devs" --long_dev "$DATA/mid/dev.jsonl" --steps "$steps" --batch_tokens "$tokens" \
-    --max_batch "$batch" --lr "$lr" --warmup 10 --centroid_every 100 --memory 20000 \
+    --max_batch "$batch" --lr "$lr" --warmup 10 --centroid_every 100 \
     --eval_every 100 --eval_examples 40 --save_every 50 --threads "${THREADS:-1}" \
     --device "${DEVICE:-cpu}" --seed 5 ${TRAIN_FLAGS:-} "$@" \
     >> "$to.log" 2>&1

@@ -29,7 +29,11 @@ ABSL_FLAG(int64_t, advance_window, 400, "Training examples the running accuracy 
 ABSL_FLAG(int64_t, min_stage_steps, 200, "Steps in a stage before it can advance");
 ABSL_FLAG(int64_t, max_stage_steps, 0, "Steps after which a stage advances anyway (0: never)");
 ABSL_FLAG(int64_t, centroid_every, 100, "Steps between centroid refreshes (cluster layers)");
-ABSL_FLAG(int64_t, memory, 20000, "Memory bank rows per cluster layer");
+ABSL_FLAG(int64_t, memory, 100000, "Memory bank rows per cluster layer");
+ABSL_FLAG(int64_t, memory_per_pass, 1000,
+          "Rows of each training forward pass added to a cluster layer's memory bank, drawn at "
+          "random (0: all), so that the bank spans memory / memory_per_pass passes, not the last "
+          "long document");
 ABSL_FLAG(int64_t, eval_every, 500, "Steps between dev evaluations");
 ABSL_FLAG(int64_t, eval_examples, 100, "Dev examples scored per dev file");
 ABSL_FLAG(int64_t, save_every, 100, "Steps between checkpoints");
@@ -69,6 +73,7 @@ TrainerOptions OptionsFromFlags() {
   o.curriculum.max_stage_steps = absl::GetFlag(FLAGS_max_stage_steps);
   o.centroid_every = absl::GetFlag(FLAGS_centroid_every);
   o.memory = absl::GetFlag(FLAGS_memory);
+  o.memory_per_pass = absl::GetFlag(FLAGS_memory_per_pass);
   o.eval_every = absl::GetFlag(FLAGS_eval_every);
   o.eval_examples = absl::GetFlag(FLAGS_eval_examples);
   o.save_every = absl::GetFlag(FLAGS_save_every);

@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
         t->long_dev_, LoadTrainingExamples(options.long_dev, *t->engine_, options.eval_examples));
   }
   LONGQA_RETURN_IF_ERROR(t->LoadStage(t->state_.stage));
-  t->memory_ = std::make_unique<ClusterMemory>(t->config_, options.memory);
+  t->memory_ = std::make_unique<ClusterMemory>(t->config_, options.memory, options.memory_per_pass,
+                                               options.seed);
   if (!t->config_.num_clusters.empty()) {
     t->most_clusters_ =
         *std::max_element(t->config_.num_clusters.begin(), t->config_.num_clusters.end());
@@ -153,7 +154,8 @@ void Trainer::InitialCentroids() {
   while (memory_->min_rows() < 50 * most_clusters_) {
     model_->Forward(ModelInputs(source_->Next()), device_, observer_);
   }
-  std::printf("initial centroids: mean cosine %.3f\n", memory_->Refresh(&weights_, options_.seed));
+  std::printf("initial centroids from %ld rows: mean cosine %.3f\n",
+              static_cast<long>(memory_->min_rows()), memory_->Refresh(&weights_, options_.seed));
 }
 
 void Trainer::Evaluate() {
@@ -220,7 +222,8 @@ absl::Status Trainer::Run() {
     Step();
     if (most_clusters_ > 0 && state_.step % options_.centroid_every == 0 &&
         memory_->min_rows() >= most_clusters_) {
-      std::printf("  centroids refreshed: mean cosine %.3f\n",
+      std::printf("  centroids refreshed from %ld rows: mean cosine %.3f\n",
+                  static_cast<long>(memory_->min_rows()),
                   memory_->Refresh(&weights_, options_.seed + state_.step));
     }
     if (state_.step % options_.eval_every == 0) Evaluate();

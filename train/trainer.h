@@ -35,8 +35,10 @@ struct TrainerOptions {
   int64_t warmup = 200;
   double weight_decay = 0.01;
   CurriculumOptions curriculum;
-  int64_t centroid_every = 100;  // steps between centroid refreshes
-  int64_t memory = 20000;        // memory bank rows per cluster layer
+  int64_t centroid_every = 100;    // steps between centroid refreshes
+  int64_t memory = 100000;         // memory bank rows per cluster layer
+  int64_t memory_per_pass = 1000;  // rows each forward pass adds, sampled (0: all): the bank
+                                   // then spans the last memory / memory_per_pass passes
   int64_t eval_every = 500;
   int64_t eval_examples = 100;  // dev examples scored per dev file
   int64_t save_every = 100;

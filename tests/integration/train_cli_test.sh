@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # longqa-train end to end on a tiny Cluster-Former: the curriculum moves to the next stage, the
-# centroids are refreshed from the memory bank, dev scores are printed, a checkpoint is written
+# centroids are refreshed from the memory bank (a sample of 100 rows from each pass), dev scores are printed, a checkpoint is written
 # (and, --keep_stage_models, the model at the end of a stage), and a second run resumes from it
 # (step count, stage) instead of starting over; --device names where it trains, and a device
 # that is not there is refused.
@@ -18,13 +18,15 @@ python3 "$src/tools/make_dataset.py" --out "$work/data" --seed 5 --train 16 --de
 train=("$build/train/longqa-train" --init_model "$work/init" --out "$work/ckpt"
        --stages "$work/data/train.jsonl,$work/data/train.jsonl" --stage_dev "$work/data/dev.jsonl"
        --batch_tokens 700 --min_stage_steps 1 --max_stage_steps 3 --centroid_every 2
-       --memory 2000 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
+       --memory 2000 --memory_per_pass 100 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
 
 "${train[@]}" --steps 4 --keep_stage_models >"$work/log" 2>&1 || fail "first run exited $?"
 grep -q "^starting .* on cpu; stage 0, step 0" "$work/log" || fail "no start line naming the device"
 grep -q "stage 0 ends (max_stage_steps) at step 3" "$work/log" || fail "stage did not advance"
 grep -q "^stage 1: " "$work/log" || fail "stage 1 not loaded"
-grep -q "centroids refreshed" "$work/log" || fail "centroids not refreshed"
+# 4 clusters need 200 rows: two passes of 100 sampled rows; the step-2 refresh adds two more.
+grep -q "^initial centroids from 200 rows" "$work/log" || fail "initial centroids not from 200 rows"
+grep -q "centroids refreshed from 400 rows" "$work/log" || fail "centroids not refreshed from 400 rows"
 grep -q "dev  (stage 0) all" "$work/log" || fail "no dev scores"
 grep -q '"step": 4' "$work/ckpt/trainer_state.json" || fail "state not at step 4"
 grep -q '"stage": 1' "$work/ckpt/trainer_state.json" || fail "state not in stage 1"
