@@ -8,8 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "model/engine.h"
+#include "model/format/config.h"
+#include "model/format/weights.h"
 
 namespace longqa {
 
@@ -25,7 +29,17 @@ struct CentroidOptions {
 // progress(layer, examples_done, examples_total) after every batch.
 using CentroidProgress = std::function<void(int64_t, int64_t, int64_t)>;
 
-// corpus: JSONL lines {"question": "...", "document": "..."} or {"question", "paragraphs": [...]}.
+// Fills every cluster layer's centroid tensor in `weights` in place (the tensors keep their
+// storage, so a model built on them sees the new centroids), in layer order, from the requests'
+// hidden states computed on `device`. Returns the mean cosine of the bank rows to their centroids,
+// averaged over the cluster layers.
+absl::StatusOr<double> FitCentroids(const ModelConfig& config, TensorMap* weights,
+                                    const std::vector<const PreparedRequest*>& requests,
+                                    const at::Device& device, const CentroidOptions& options,
+                                    const CentroidProgress& progress = nullptr);
+
+// FitCentroids on a model folder, whose model.safetensors it rewrites. corpus: JSONL lines
+// {"question": "...", "document": "..."} or {"question", "paragraphs": [...]}.
 absl::Status BuildCentroids(const std::string& model_dir, const std::string& corpus_path,
                             const CentroidOptions& options, const CentroidProgress& progress);
 

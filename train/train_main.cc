@@ -34,6 +34,10 @@ ABSL_FLAG(int64_t, memory_per_pass, 1000,
           "Rows of each training forward pass added to a cluster layer's memory bank, drawn at "
           "random (0: all), so that the bank spans memory / memory_per_pass passes, not the last "
           "long document");
+ABSL_FLAG(int64_t, final_centroids, 20,
+          "After the last step, refit the cluster layers' centroids in layer order on the final "
+          "weights from this many of the last stage's examples, as longqa-centroids does (0: keep "
+          "the last refresh)");
 ABSL_FLAG(int64_t, eval_every, 500, "Steps between dev evaluations");
 ABSL_FLAG(int64_t, eval_examples, 100, "Dev examples scored per dev file");
 ABSL_FLAG(int64_t, save_every, 100, "Steps between checkpoints");
@@ -74,6 +78,7 @@ TrainerOptions OptionsFromFlags() {
   o.centroid_every = absl::GetFlag(FLAGS_centroid_every);
   o.memory = absl::GetFlag(FLAGS_memory);
   o.memory_per_pass = absl::GetFlag(FLAGS_memory_per_pass);
+  o.final_centroids = absl::GetFlag(FLAGS_final_centroids);
   o.eval_every = absl::GetFlag(FLAGS_eval_every);
   o.eval_examples = absl::GetFlag(FLAGS_eval_examples);
   o.save_every = absl::GetFlag(FLAGS_save_every);

@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "model/format/model_folder.h"
 #include "model/format/safetensors.h"
+#include "tools/centroid_builder.h"
 #include "train/dev_metrics.h"
 
 namespace longqa {
@@ -158,6 +159,27 @@ void Trainer::InitialCentroids() {
               static_cast<long>(memory_->min_rows()), memory_->Refresh(&weights_, options_.seed));
 }
 
+absl::Status Trainer::FinalCentroids() {
+  // Refitted in layer order on the final weights, as longqa-centroids does: a Cluster-Former's
+  // centroids from its last refresh read 58 of 74 long-document answers right, refitted so 64-66
+  // (docs/demo-model.md, session 50). The refreshes fit all cluster layers at once, from states
+  // that the earlier layers' previous centroids shaped.
+  if (most_clusters_ == 0 || options_.final_centroids <= 0) return absl::OkStatus();
+  std::vector<const PreparedRequest*> requests;
+  for (const TrainingExample& ex : train_) {
+    if (static_cast<int64_t>(requests.size()) == options_.final_centroids) break;
+    requests.push_back(&ex.prepared);
+  }
+  CentroidOptions centroid_options;
+  centroid_options.memory_rows = options_.memory;
+  centroid_options.seed = options_.seed;
+  LONGQA_ASSIGN_OR_RETURN(const double cosine,
+                          FitCentroids(config_, &weights_, requests, device_, centroid_options));
+  std::printf("final centroids from %zu examples of stage %ld, in layer order: mean cosine %.3f\n",
+              requests.size(), static_cast<long>(state_.stage), cosine);
+  return SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_);
+}
+
 void Trainer::Evaluate() {
   const double t0 = NowSeconds();
   if (!dev_.empty()) {
@@ -262,6 +284,7 @@ absl::Status Trainer::Run() {
       return absl::OkStatus();
     }
   }
+  LONGQA_RETURN_IF_ERROR(FinalCentroids());
   if (state_.step % options_.eval_every != 0) Evaluate();
   std::printf("done: %ld steps, %ld examples, checkpoint in %s\n", static_cast<long>(state_.step),
               static_cast<long>(state_.examples_seen), options_.out.c_str());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # longqa-train end to end on a tiny Cluster-Former: the curriculum moves to the next stage, the
-# centroids are refreshed from the memory bank (a sample of 100 rows from each pass), dev scores are printed, a checkpoint is written
+# centroids are refreshed from the memory bank (a sample of 100 rows from each pass) and refitted
+# after the last step, dev scores are printed, a checkpoint is written
 # (and, --keep_stage_models, the model at the end of a stage), and a second run resumes from it
 # (step count, stage) instead of starting over; --device names where it trains, and a device
 # that is not there is refused.
@@ -18,7 +19,7 @@ python3 "$src/tools/make_dataset.py" --out "$work/data" --seed 5 --train 16 --de
 train=("$build/train/longqa-train" --init_model "$work/init" --out "$work/ckpt"
        --stages "$work/data/train.jsonl,$work/data/train.jsonl" --stage_dev "$work/data/dev.jsonl"
        --batch_tokens 700 --min_stage_steps 1 --max_stage_steps 3 --centroid_every 2
-       --memory 2000 --memory_per_pass 100 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
+       --memory 2000 --memory_per_pass 100 --final_centroids 5 --eval_every 4 --eval_examples 4 --save_every 2 --log_every 1 --threads 1)
 
 "${train[@]}" --steps 4 --keep_stage_models >"$work/log" 2>&1 || fail "first run exited $?"
 grep -q "^starting .* on cpu; stage 0, step 0" "$work/log" || fail "no start line naming the device"
@@ -44,6 +45,34 @@ done
 [ ! -e "$work/ckpt/stage-1" ] || fail "the unfinished last stage was kept"
 ! cmp -s "$work/ckpt/stage-0/model.safetensors" "$work/ckpt/model.safetensors" \
   || fail "stage-0 holds the step-4 weights"
+# After the last step the centroids are refitted in layer order on the final weights from the
+# last stage's first 5 examples: what longqa-centroids writes from the same weights and examples.
+grep -q "^final centroids from 5 examples of stage 1, in layer order" "$work/log" \
+  || fail "no final centroids line"
+cp -r "$work/ckpt" "$work/refit"
+head -n 5 "$work/data/train.jsonl" >"$work/first5.jsonl"
+"$build/tools/longqa-centroids" --model_dir "$work/refit" --corpus "$work/first5.jsonl" \
+  --memory 2000 --threads 1 >/dev/null 2>&1 || fail "longqa-centroids exited $?"
+# Every other tensor byte for byte; the centroids within float rounding (the two processes' bank
+# rows differ in the last bits).
+python3 - "$work/ckpt/model.safetensors" "$work/refit/model.safetensors" <<'PY' \
+  || fail "the checkpoint's centroids are not longqa-centroids' on its final weights"
+import array, json, struct, sys
+def tensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert a.keys() == b.keys()
+centroids = [k for k in a if k.endswith(".centroids")]
+assert centroids and all(a[k] == b[k] for k in a if k not in centroids)
+for k in centroids:
+    x, y = array.array("f", a[k]), array.array("f", b[k])
+    worst = max(abs(p - q) for p, q in zip(x, y))
+    assert len(x) == len(y) and worst <= 1e-6, (k, worst)
+PY
 
 "${train[@]}" --steps 6 >"$work/log" 2>&1 || fail "resumed run exited $?"
 grep -q "^resuming .*stage 1, step 4" "$work/log" || fail "did not resume from step 4"
