@@ -85,9 +85,6 @@ absl::Status BuildCentroids(const std::string& model_dir, const std::string& cor
                             const CentroidOptions& options, const CentroidProgress& progress) {
   LONGQA_ASSIGN_OR_RETURN(ModelConfig config,
                           LoadModelConfig(ModelFilePath(model_dir, kConfigFile)));
-  if (config.architecture != Architecture::kClusterFormer) {
-    return absl::InvalidArgumentError("centroids are for cluster_former models");
-  }
   LONGQA_ASSIGN_OR_RETURN(TensorMap weights,
                           LoadWeights(ModelFilePath(model_dir, kWeightsFile), config));
   LONGQA_ASSIGN_OR_RETURN(std::vector<QaRequest> corpus, ReadCorpus(corpus_path));

@@ -2,8 +2,8 @@
 // hidden states entering each cluster layer to that layer's memory bank (the most recent M rows),
 // and every N steps the centroids are recomputed from the banks (spherical K-Means, greedy order)
 // and written into the model's centroid tensors in place. A pass may add only a random sample of
-// its rows: one 16k-token document gives ~19,000 rows, so a bank of whole passes holds the last
-// one or two documents, and centroids fitted on them serve every other document badly.
+// its rows: one 16k-token document gives ~19,000 rows, so a bank of whole passes holds only the
+// last one or two documents, where a sample spans many.
 #pragma once
 
 #include <ATen/core/Generator.h>

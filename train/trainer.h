@@ -39,9 +39,9 @@ struct TrainerOptions {
   int64_t memory = 100000;         // memory bank rows per cluster layer
   int64_t memory_per_pass = 1000;  // rows each forward pass adds, sampled (0: all): the bank
                                    // then spans the last memory / memory_per_pass passes
-  int64_t final_centroids = 20;    // after the last step, centroids refitted in layer order on
-                                   // the final weights from this many of the last stage's
-                                 // examples (longqa-centroids' procedure); 0: keep the last refresh
+  // After the last step, centroids refitted in layer order on the final weights from this many
+  // of the last stage's examples (longqa-centroids' procedure); 0: keep the last refresh.
+  int64_t final_centroids = 20;
   int64_t eval_every = 500;
   int64_t eval_examples = 100;  // dev examples scored per dev file
   int64_t save_every = 100;
