@@ -164,7 +164,6 @@ absl::Status Trainer::FinalCentroids() {
   // centroids from its last refresh read 58 of 74 long-document answers right, refitted so 64-66
   // (docs/demo-model.md, session 50). The refreshes fit all cluster layers at once, from states
   // that the earlier layers' previous centroids shaped.
-  if (most_clusters_ == 0 || options_.final_centroids <= 0) return absl::OkStatus();
   std::vector<const PreparedRequest*> requests;
   for (const TrainingExample& ex : train_) {
     if (static_cast<int64_t>(requests.size()) == options_.final_centroids) break;
@@ -177,7 +176,7 @@ absl::Status Trainer::FinalCentroids() {
                           FitCentroids(config_, &weights_, requests, device_, centroid_options));
   std::printf("final centroids from %zu examples of stage %ld, in layer order: mean cosine %.3f\n",
               requests.size(), static_cast<long>(state_.stage), cosine);
-  return SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_);
+  return absl::OkStatus();
 }
 
 void Trainer::Evaluate() {
@@ -242,8 +241,12 @@ absl::Status Trainer::Run() {
   run_start_seconds_ = log_start_seconds_ = NowSeconds();
   while (state_.step < options_.steps) {
     Step();
-    if (most_clusters_ > 0 && state_.step % options_.centroid_every == 0 &&
-        memory_->min_rows() >= most_clusters_) {
+    const bool last_step = state_.step == options_.steps;
+    if (last_step && most_clusters_ > 0 && options_.final_centroids > 0) {
+      // In place of a last refresh, before the last evaluation and the last save.
+      LONGQA_RETURN_IF_ERROR(FinalCentroids());
+    } else if (most_clusters_ > 0 && state_.step % options_.centroid_every == 0 &&
+               memory_->min_rows() >= most_clusters_) {
       std::printf("  centroids refreshed from %ld rows: mean cosine %.3f\n",
                   static_cast<long>(memory_->min_rows()),
                   memory_->Refresh(&weights_, options_.seed + state_.step));
@@ -271,8 +274,7 @@ absl::Status Trainer::Run() {
     }
     const bool out_of_time =
         options_.time_limit_s > 0 && NowSeconds() - run_start_seconds_ > options_.time_limit_s;
-    if (state_.step % options_.save_every == 0 || state_.step == options_.steps || advance ||
-        out_of_time) {
+    if (state_.step % options_.save_every == 0 || last_step || advance || out_of_time) {
       LONGQA_RETURN_IF_ERROR(
           SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_));
     }
@@ -284,7 +286,6 @@ absl::Status Trainer::Run() {
       return absl::OkStatus();
     }
   }
-  LONGQA_RETURN_IF_ERROR(FinalCentroids());
   if (state_.step % options_.eval_every != 0) Evaluate();
   std::printf("done: %ld steps, %ld examples, checkpoint in %s\n", static_cast<long>(state_.step),
               static_cast<long>(state_.examples_seen), options_.out.c_str());

@@ -72,6 +72,7 @@ class Trainer {
   explicit Trainer(const TrainerOptions& options);
   absl::Status LoadStage(int64_t stage);
   void InitialCentroids();
+  // After the last step (cluster layers, final_centroids > 0): refits the centroids in place.
   absl::Status FinalCentroids();
   void Evaluate();
   void Log(const QaLossResult& loss, double grad_norm, double lr);
