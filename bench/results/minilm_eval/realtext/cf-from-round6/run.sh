@@ -2,11 +2,12 @@
 # Session 51: a Cluster-Former made from models/demo (round 6, sliding-window) alone, so that it can
 # be made again from what the repository holds (the session-47-50 runs started from round 5's fp32
 # folder and a 900-step continuation that lived only in build/). Layers 3 and 6 become cluster
-# layers (SSCSSC, 16 centroids each; longqa-train fits the first centroids), then 450 steps with
+# layers (SSCSSC, 16 centroids each; longqa-train fits the first centroids), then 600 steps with
 # the sampled memory bank and the final refit on generated documents only, a quarter of them
 # 16k-32k tokens long (earlier runs stopped at 16k and read worst past 81 kB). Then answers forced
 # on the 74 long-tail questions, the threshold calibrated on the first 100 8k-32k dev documents and
-# the 200 test documents scored, as in cf-from-round5/continued/sampled-bank/run.sh.
+# the 200 test documents scored, as in cf-from-round5/continued/sampled-bank/run.sh; then every
+# answer forced and the margins per kind and phrasing (margins.py).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 W=build/cf-r8
@@ -53,7 +54,7 @@ PY
 fi
 stdbuf -oL build/train/longqa-train --init_model $W/init --out $W/round \
   --stages $D/cf/train.jsonl --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
-  --steps "${STEPS:-450}" --lr 3e-5 --warmup 20 --seed 11 --eval_every 150 --batch_tokens 2048 \
+  --steps "${STEPS:-600}" --lr 3e-5 --warmup 20 --seed 11 --eval_every 150 --batch_tokens 2048 \
   --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
   2>&1 | tee -a $W/train.log
 $PY tools/ship_model.py $W/round $W/tl --dtype f32 --answer_score=type+long
@@ -63,3 +64,14 @@ ev "--calibrate_null --timeout_s=900" $W/long100.jsonl $W/eval/calib $W/tl
 t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $W/eval/calib/tl.txt)
 $PY tools/ship_model.py $W/round $W/ship --dtype f32 --answer_score=type+long --null_threshold="$t"
 ev "--timeout_s=900" $D/long/test.jsonl $W/eval/test $W/ship
+# Every answer forced with the shipped folder (session 48's null_scores.py), then the margins.
+# shellcheck source=tools/start_server.sh
+source tools/start_server.sh
+start_server build $W/eval/scores.server.log --model_dir=$W/ship --metrics_listen= --threads=2 \
+  --max_batch_tokens=32768
+NS=bench/results/minilm_eval/realtext/cf-from-round5/continued/null_scores.py
+python3 $NS collect "$port" $W/long100.jsonl $W/dev100-scores.json
+python3 $NS collect "$port" $D/long/test.jsonl $W/test200-scores.json
+kill "$server_pid"
+python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py $D/long/test.jsonl \
+  $W/test200-scores.json "$t"
