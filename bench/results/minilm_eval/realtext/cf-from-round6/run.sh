@@ -8,9 +8,13 @@
 # on the 74 long-tail questions, the threshold calibrated on the first 100 8k-32k dev documents and
 # the 200 test documents scored, as in cf-from-round5/continued/sampled-bank/run.sh; then every
 # answer forced and the margins per kind and phrasing (margins.py).
+# Env (session 52's cf-drill-first/run.sh): W (the work folder, default build/cf-r8), START (the
+# model the 600 steps start from, default W/init), MIX_EXTRA (more mix_sets.py rows, e.g.
+# "h2/train:h2-:0:100" from W/data), PREPARE_ONLY=1 (stop once the data and W/init are made).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
-W=build/cf-r8
+W="${W:-build/cf-r8}"
+START="${START:-$W/init}"
 D=$W/data
 PY=.venv/bin/python
 # The generated sets of tools/train_minilm.sh (long, mid, s3 used here), then the longer ones.
@@ -23,7 +27,7 @@ split s4 34 400 40 0 4000 16000
 split s5 35 150 10 0 8000 16000
 split s6 36 150 10 0 16000 32000
 python3 tools/mix_sets.py $D cf/train.jsonl --seed 23 s3/train:s3-:0:300 s4/train:s4-:0:250 \
-  s5/train:s5-:0:150 s6/train:s6-:0:150
+  s5/train:s5-:0:150 s6/train:s6-:0:150 ${MIX_EXTRA:-}
 head -n 100 $D/long/dev.jsonl > $W/long100.jsonl
 # The 74 one-hop and yes/no test questions whose documents have 81 kB or more.
 python3 - "$D/long/test.jsonl" "$W/long-tail.jsonl" <<'PY'
@@ -51,7 +55,8 @@ for layer in (2, 5):
 save_file(weights, f"{folder}/model.safetensors")
 PY
 fi
-stdbuf -oL build/train/longqa-train --init_model $W/init --out $W/round \
+[[ -z "${PREPARE_ONLY:-}" ]] || exit 0
+stdbuf -oL build/train/longqa-train --init_model "$START" --out $W/round \
   --stages $D/cf/train.jsonl --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
   --steps "${STEPS:-600}" --lr 3e-5 --warmup 20 --seed 11 --eval_every 150 --batch_tokens 2048 \
   --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
