@@ -1,21 +1,45 @@
 #!/usr/bin/env bash
-# Session 52: the two-hop drill BEFORE the long-document stage, so that the long stage keeps the
-# second hop instead of the drill breaking the rest (session 51 drilled after it: two-hop 0.92 on
-# the drill's dev set, but forced on 2k-8k dev two-hop 4 of 22, one-hop 0.84, yes/no 0.39).
-# 1. Session 51's data and start (models/demo -> fp32, SSCSSC, zero centroids) in build/cf-r9.
-# 2. The drill from that start: 12-city documents, 40% two-hop with one-hop, yes/no and
-#    unanswerable kept (20% each), 200 steps of 220-600 tokens then 200 of 600-2,000.
-# 3. Session 51's 600-step long-document stage from the drilled model, its mix plus 100 12-city
-#    documents of 4k-16k tokens (the same kinds), so that the long stage sees the hop where chance
-#    is low; then session 51's scoring (long-tail, calibration, test, forced margins).
+# Session 52: the two-hop drill first, from the start folder of session 51's Cluster-Former
+# (models/demo -> fp32, layers SSCSSC, zero centroids), with a curriculum of document lengths so
+# that the second hop is learned where its two paragraphs lie in different windows.
+# 1. Session 51's data and start folder, in build/cf-r9.
+# 2. A mixed drill (12-city documents; 40% two-hop, one-hop, yes/no and unanswerable 20% each),
+#    200 steps of 220-600 tokens then 200 of 600-2,000: two-hop 0.28 then 0.00 on the drill's dev
+#    sets (mixed-drill-train.log).
+# 3. The two-hop drill (two questions in three two-hop, the rest one-hop) from step 2's 220-600
+#    model: 250 steps of 220-600 tokens, 450 of 600-2,000 (hop-drill-train.log), then 300 of
+#    2,000-8,000 (hop-drill-long-train.log).
+# 4. Every answer forced (ship_model.py --null_threshold=-1000) on the 100 2k-8k dev documents
+#    and the first 100 8k-32k dev documents (tools/make_dataset.py's usual 3 cities), beside the
+#    shipped sliding-window model (models/demo) forced the same way.
+# LONG_STAGE=1 then runs session 51's 600-step long-document stage and its scoring from the
+# drilled model, its mix plus 100 12-city documents of 4k-16k tokens (not run in session 52).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 W=build/cf-r9
-KINDS=two_hop,two_hop,one_hop,yes_no,unanswerable
 R6=bench/results/minilm_eval/realtext/cf-from-round6/run.sh
 W=$W PREPARE_ONLY=1 bash $R6
-[[ -s $W/init-drill/model.safetensors ]] || WORK=$W KINDS=$KINDS LENGTHS=220-600/600-2000 \
-  STAGE_STEPS=200 STEPS=400 EXAMPLES=3000 EVAL_EVERY=200 THREADS=2 tools/train_minilm_drill.sh init
+drill() {  # variant, then settings (env) for tools/train_minilm_drill.sh
+  local v="$1"; shift
+  [[ -s $W/$v-drill/model.safetensors ]] || env WORK=$W THREADS=2 "$@" tools/train_minilm_drill.sh "$v"
+}
+drill init KINDS=two_hop,two_hop,one_hop,yes_no,unanswerable LENGTHS=220-600/600-2000 \
+  STAGE_STEPS=200 STEPS=400 EXAMPLES=3000 EVAL_EVERY=200
+[[ -d $W/hop0 ]] || cp -r $W/init-drill/stage-0 $W/hop0
+drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
+drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
+forced() {  # name, model folder
+  [[ -s $W/forced/$1/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$2" \
+    $W/forced/$1 --dtype f32 --answer_score=type+long --null_threshold=-1000
+  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/data/mid/dev.jsonl $W/eval/mid \
+    $W/forced/$1
+  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/long100.jsonl $W/eval/long100 \
+    $W/forced/$1
+}
+forced hop-drilled $W/hop0-drill-drill
+forced sliding models/demo
+[[ -n "${LONG_STAGE:-}" ]] || exit 0
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
-  --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --kinds $KINDS --min_cities 12
-W=$W START=$W/init-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
+  --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
+  --kinds two_hop,two_hop,one_hop,yes_no,unanswerable
+W=$W START=$W/hop0-drill-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
