@@ -10,18 +10,20 @@
 #    model: 250 steps of 220-600 tokens, 450 of 600-2,000 (hop-drill-train.log), then 300 of
 #    2,000-8,000 (hop-drill-long-train.log).
 # 4. Every answer forced (ship_model.py --null_threshold=-1000) on the 100 2k-8k dev documents
-#    and the first 100 8k-32k dev documents (tools/make_dataset.py's usual 3 cities), beside the
-#    shipped sliding-window model (models/demo) forced the same way.
-# LONG_STAGE=1 then runs session 51's 600-step long-document stage and its scoring from the
-# drilled model, its mix plus 100 12-city documents of 4k-16k tokens (not run in session 52).
+#    and the first 100 8k-32k dev documents (tools/make_dataset.py's usual kinds and cities),
+#    beside the shipped sliding-window model (models/demo) forced the same way.
+# LONG_STAGE=1 then runs session 51's 600-step long-document stage and its scoring from the hop
+# drill's 600-2,000 model (the 2,000-8,000 stage cost one-hop and gained nothing), its mix plus
+# 100 12-city documents of 4k-16k tokens (not run in session 52).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
-W=build/cf-r9
+export W=build/cf-r9  # session 51's run.sh works in W
 R6=bench/results/minilm_eval/realtext/cf-from-round6/run.sh
-W=$W PREPARE_ONLY=1 bash $R6
+PREPARE_ONLY=1 bash $R6
 drill() {  # variant, then settings (env) for tools/train_minilm_drill.sh
   local v="$1"; shift
-  [[ -s $W/$v-drill/model.safetensors ]] || env WORK=$W THREADS=2 "$@" tools/train_minilm_drill.sh "$v"
+  [[ -s $W/$v-drill/model.safetensors ]] ||
+    env WORK=$W THREADS=2 "$@" tools/train_minilm_drill.sh "$v"
 }
 drill init KINDS=two_hop,two_hop,one_hop,yes_no,unanswerable LENGTHS=220-600/600-2000 \
   STAGE_STEPS=200 STEPS=400 EXAMPLES=3000 EVAL_EVERY=200
@@ -29,17 +31,18 @@ drill init KINDS=two_hop,two_hop,one_hop,yes_no,unanswerable LENGTHS=220-600/600
 drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
 drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
 forced() {  # name, model folder
-  [[ -s $W/forced/$1/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$2" \
-    $W/forced/$1 --dtype f32 --answer_score=type+long --null_threshold=-1000
+  [[ -s "$W/forced/$1"/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$2" \
+    "$W/forced/$1" --dtype f32 --answer_score=type+long --null_threshold=-1000
   THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/data/mid/dev.jsonl $W/eval/mid \
-    $W/forced/$1
+    "$W/forced/$1"
   THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/long100.jsonl $W/eval/long100 \
-    $W/forced/$1
+    "$W/forced/$1"
 }
+forced hop-600-2000 $W/hop0-drill
 forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
 [[ -n "${LONG_STAGE:-}" ]] || exit 0
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
   --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
   --kinds two_hop,two_hop,one_hop,yes_no,unanswerable
-W=$W START=$W/hop0-drill-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
+START=$W/hop0-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
