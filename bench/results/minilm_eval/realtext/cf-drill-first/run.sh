@@ -41,6 +41,9 @@ forced() {  # name, model folder
 forced hop-600-2000 $W/hop0-drill
 forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
+# The 600-2,000 model on the 2,000-8,000 stage's dev set, as that stage's monitor scores it after.
+THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/data/drill-12-2000-8000/dev.jsonl \
+  $W/eval/drill2k8k $W/forced/hop-600-2000
 [[ -n "${LONG_STAGE:-}" ]] || exit 0
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
   --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
