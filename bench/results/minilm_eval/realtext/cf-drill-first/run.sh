@@ -19,33 +19,34 @@ set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 export W=build/cf-r9  # session 51's run.sh works in W
 R6=bench/results/minilm_eval/realtext/cf-from-round6/run.sh
+MIXED=two_hop,two_hop,one_hop,yes_no,unanswerable  # the mixed drill's kinds, and h2's
 PREPARE_ONLY=1 bash $R6
 drill() {  # variant, then settings (env) for tools/train_minilm_drill.sh
   local v="$1"; shift
   [[ -s $W/$v-drill/model.safetensors ]] ||
     env WORK=$W THREADS=2 "$@" tools/train_minilm_drill.sh "$v"
 }
-drill init KINDS=two_hop,two_hop,one_hop,yes_no,unanswerable LENGTHS=220-600/600-2000 \
+drill init KINDS=$MIXED LENGTHS=220-600/600-2000 \
   STAGE_STEPS=200 STEPS=400 EXAMPLES=3000 EVAL_EVERY=200
 [[ -d $W/hop0 ]] || cp -r $W/init-drill/stage-0 $W/hop0
 drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
 drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
+score() {  # gold set, output folder, name: the folder W/forced/<name>, every answer forced
+  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$3"
+}
 forced() {  # name, model folder
   [[ -s "$W/forced/$1"/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$2" \
     "$W/forced/$1" --dtype f32 --answer_score=type+long --null_threshold=-1000
-  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/data/mid/dev.jsonl $W/eval/mid \
-    "$W/forced/$1"
-  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/long100.jsonl $W/eval/long100 \
-    "$W/forced/$1"
+  score $W/data/mid/dev.jsonl $W/eval/mid "$1"
+  score $W/long100.jsonl $W/eval/long100 "$1"
 }
 forced hop-600-2000 $W/hop0-drill
 forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
 # The 600-2,000 model on the 2,000-8,000 stage's dev set, as that stage's monitor scores it after.
-THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh $W/data/drill-12-2000-8000/dev.jsonl \
-  $W/eval/drill2k8k $W/forced/hop-600-2000
+score $W/data/drill-12-2000-8000/dev.jsonl $W/eval/drill2k8k hop-600-2000
 [[ -n "${LONG_STAGE:-}" ]] || exit 0
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
   --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
-  --kinds two_hop,two_hop,one_hop,yes_no,unanswerable
+  --kinds $MIXED
 START=$W/hop0-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
