@@ -12,9 +12,10 @@
 # 4. Every answer forced (ship_model.py --null_threshold=-1000) on the 100 2k-8k dev documents
 #    and the first 100 8k-32k dev documents (tools/make_dataset.py's usual kinds and cities),
 #    beside the shipped sliding-window model (models/demo) forced the same way.
+# 5. (Session 53) The 600-2,000 model with 16 to 512 centroids a cluster layer, refitted, forced.
 # LONG_STAGE=1 then runs session 51's 600-step long-document stage and its scoring from the hop
-# drill's 600-2,000 model (the 2,000-8,000 stage cost one-hop and gained nothing), its mix plus
-# 100 12-city documents of 4k-16k tokens (not run in session 52).
+# drill's 600-2,000 model (the 2,000-8,000 stage cost one-hop and gained nothing) with 256
+# centroids a cluster layer, its mix plus 100 12-city documents of 4k-16k tokens (session 53).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 export W=build/cf-r9  # session 51's run.sh works in W
@@ -32,6 +33,7 @@ drill init KINDS=$MIXED LENGTHS=220-600/600-2000 \
 drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
 drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
 score() {  # gold set, output folder, name: the folder W/forced/<name>, every answer forced
+  [[ -s "$2/$3.txt" ]] && return  # scored in an earlier run
   THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$3"
 }
 forced() {  # name, model folder
@@ -45,8 +47,37 @@ forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
 # The 600-2,000 model on the 2,000-8,000 stage's dev set, as that stage's monitor scores it after.
 score $W/data/drill-12-2000-8000/dev.jsonl $W/eval/drill2k8k hop-600-2000
+# Session 53: the same model with more centroids, none of its weights trained again: the two cluster
+# layers' centroids replaced by K zero rows and refitted in layer order by longqa-centroids on 15
+# 4k-16k-token training documents (K 16 too: the refit alone), every answer forced.
+with_clusters() {  # model folder, K, output folder
+  [[ -s $3/model.safetensors ]] && return
+  rm -rf "$3" && cp -r "$1" "$3"
+  .venv/bin/python - "$3" "$2" <<'PY'
+import json, sys, torch
+from safetensors.torch import load_file, save_file
+folder, k = sys.argv[1], int(sys.argv[2])
+config = json.load(open(f"{folder}/config.json"))
+config["num_clusters"] = [k] * len(config["num_clusters"])
+json.dump(config, open(f"{folder}/config.json", "w"), indent=2, sort_keys=True)
+weights = load_file(f"{folder}/model.safetensors")
+for name in [n for n in weights if n.endswith(".centroids")]:
+    weights[name] = torch.zeros(k, config["hidden_size"])
+save_file(weights, f"{folder}/model.safetensors")
+PY
+  build/tools/longqa-centroids --model_dir="$3" --corpus=$W/centroid-corpus.jsonl --threads=2
+}
+head -n 15 $W/data/s4/train.jsonl > $W/centroid-corpus.jsonl
+for k in 16 64 128 256 512; do
+  with_clusters $W/forced/hop-600-2000 $k $W/forced/k$k
+  score $W/data/mid/dev.jsonl $W/eval/mid k$k
+  [[ $k == 16 || $k == 64 ]] || score $W/long100.jsonl $W/eval/long100 k$k
+done
 [[ -n "${LONG_STAGE:-}" ]] || exit 0
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
   --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
   --kinds $MIXED
-START=$W/hop0-drill MIX_EXTRA="h2/train:h2-:0:100" bash $R6
+# Session 53: from the hop drill's model with 256 centroids a cluster layer (at most 125 rows a
+# cluster at 32k tokens, inside one chunk of 224); longqa-train fits them before its first step.
+with_clusters $W/hop0-drill 256 $W/hop0-k256
+START=$W/hop0-k256 MIX_EXTRA="h2/train:h2-:0:100" bash $R6
