@@ -217,7 +217,11 @@ def main():
     p.add_argument("out_dir")
     p.add_argument("--architecture", choices=["cluster_former", "etc"], default="cluster_former")
     p.add_argument("--layers", default="", help="layer plan, one letter a layer (default all S/E)")
-    p.add_argument("--clusters", type=int, default=64, help="centroids per C layer")
+    # A cluster's rows should fit in one chunk of m rows, or far paragraphs' rows meet in no chunk:
+    # 256 keeps the mean cluster under a chunk up to 57k tokens with m 224 (docs/demo-model.md,
+    # session 53).
+    p.add_argument("--clusters", type=int, default=256,
+                   help="centroids per C layer (at least the longest document's tokens / m)")
     p.add_argument("--window_tokens", type=int, default=0, help="l (default: fill the positions)")
     p.add_argument("--stride_tokens", type=int, default=0, help="m (default 7/8 of l)")
     p.add_argument("--max_question_tokens", type=int, default=64)
