@@ -78,7 +78,7 @@ done
 [[ -s $W/data/h2/dev.jsonl ]] || python3 tools/make_dataset.py --out $W/data/h2 --seed 37 \
   --train 100 --dev 20 --test 0 --min_tokens 4000 --max_tokens 16000 --min_cities 12 \
   --kinds $MIXED
-# Session 53: from the hop drill's model with 256 centroids a cluster layer (at most 125 rows a
-# cluster at 32k tokens, inside one chunk of 224); longqa-train fits them before its first step.
+# Session 53: from the hop drill's model with 256 centroids a cluster layer (about 125 rows a
+# cluster on average at 32k tokens, under a chunk of 224); longqa-train fits them before step 1.
 with_clusters $W/hop0-drill 256 $W/hop0-k256
 STEPS=300 START=$W/hop0-k256 MIX_EXTRA="h2/train:h2-:0:100" bash $R6
