@@ -16,7 +16,7 @@
 # LONG_STAGE=1 then runs session 51's long-document stage and its scoring from the hop
 # drill's 600-2,000 model (the 2,000-8,000 stage cost one-hop and gained nothing) with 256
 # centroids a cluster layer, its mix plus 100 12-city documents of 4k-16k tokens, 300 steps (session
-# 53: 15 s a step, against session 51's 8).
+# 53: 10 s a step, against session 51's 8).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 export W=build/cf-r9  # session 51's run.sh works in W
