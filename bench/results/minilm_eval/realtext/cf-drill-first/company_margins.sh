@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 53: the test split's nine one-hop company questions ("Which company did X found?") and
 # its first nine unanswerable company questions, every answer forced, margins (answer score minus
-# NO_ANSWER's) for models/demo and the three stages of run.sh (after run.sh LONG_STAGE=1).
+# NO_ANSWER's) for models/demo, the three stages of run.sh and the last refitted to 16 centroids
+# (ls-k16; after run.sh LONG_STAGE=1).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 W=build/cf-r9
@@ -21,7 +22,7 @@ for m in init-drill hop0-drill; do
 done
 # shellcheck source=tools/start_server.sh
 source tools/start_server.sh
-for m in sliding init-drill hop0-drill k256-long-stage; do
+for m in sliding init-drill hop0-drill k256-long-stage ls-k16; do
   start_server build $W/company-$m.server.log --model_dir=$W/forced/$m --metrics_listen= \
     --threads=2 --max_batch_tokens=32768
   python3 bench/results/minilm_eval/realtext/cf-from-round5/continued/null_scores.py collect \

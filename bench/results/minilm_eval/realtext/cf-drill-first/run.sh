@@ -82,3 +82,9 @@ done
 # cluster on average at 32k tokens, under a chunk of 224); longqa-train fits them before step 1.
 with_clusters $W/hop0-drill 256 $W/hop0-k256
 STEPS=300 START=$W/hop0-k256 MIX_EXTRA="h2/train:h2-:0:100" bash $R6
+# Every answer forced on the 2k-8k dev documents; then its centroids refitted to 16 (for
+# company_margins.sh: is the company questions' null in the weights or in the cluster count?).
+[[ -s $W/forced/k256-long-stage/model.safetensors ]] || .venv/bin/python tools/ship_model.py \
+  $W/round $W/forced/k256-long-stage --dtype f32 --answer_score=type+long --null_threshold=-1000
+score $W/data/mid/dev.jsonl $W/eval/mid k256-long-stage
+with_clusters $W/forced/k256-long-stage 16 $W/forced/ls-k16
