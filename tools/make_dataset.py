@@ -14,13 +14,16 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
-                             [--min_cities 3]
+                             [--min_cities 3] [--unanswerable questions|attributes]
 --kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
 (default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
 --min_cities: at least this many cities a document, each with a paragraph stating its country (a
 document has max(3, facts / 4)). A two-hop answer is one of those paragraphs, so a model that
 only knows "the answer is a city's paragraph" is right 1 time in that many: short documents with
 many cities make a two-hop drill that chance does not pass (docs/demo-model.md, session 29).
+--unanswerable attributes: an unanswerable question's attribute (absent person, occupation,
+founding, year established) drawn first, so that founding questions (which most people lack) are
+not most of them.
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
 import argparse
@@ -203,7 +206,7 @@ DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
 
 
 def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(",")),
-                 min_cities=3):
+                 min_cities=3, unanswerable="questions"):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
@@ -244,15 +247,22 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
         yes_no = "YES" if truth else "NO"
     else:
         # Unanswerable: an absent person, or a present entity whose attribute is never stated.
-        choices = [pick(rng, ONE_HOP["born_city"], heldout).format(p=world.absent)]
+        choices = [(pick(rng, ONE_HOP["born_city"], heldout).format(p=world.absent), "absent")]
         for p in world.people:
             for attribute in ("occupation", "founded_org"):
                 if (attribute, p["name"]) not in stated:
-                    choices.append(pick(rng, ONE_HOP[attribute], heldout).format(p=p["name"]))
+                    choices.append(
+                        (pick(rng, ONE_HOP[attribute], heldout).format(p=p["name"]), attribute))
         for o in world.orgs:
             if o["year"] is None:
-                choices.append(pick(rng, ESTABLISHED, heldout).format(o=o["name"]))
-        question = rng.choice(choices)
+                choices.append((pick(rng, ESTABLISHED, heldout).format(o=o["name"]), "established"))
+        if unanswerable == "attributes":
+            # Most people found nothing, so drawing among all questions asks mostly "which company
+            # did X found" and teaches that such questions have no answer (docs/demo-model.md,
+            # session 53): draw the attribute first.
+            attribute = rng.choice(sorted({a for _, a in choices}))
+            choices = [c for c in choices if c[1] == attribute]
+        question = rng.choice(choices)[0]
 
     texts = [t for t, _ in paragraphs]
     joined_offsets, offset = [], 0
@@ -294,6 +304,9 @@ def main():
                         help="question kinds drawn from; a repeated kind is drawn more often")
     parser.add_argument("--min_cities", type=int, default=3,
                         help="at least this many cities (and country paragraphs) a document")
+    parser.add_argument("--unanswerable", choices=["questions", "attributes"], default="questions",
+                        help="draw an unanswerable question among all (mostly founding questions) "
+                        "or first an attribute, then a question about it")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     unknown = sorted(set(kinds) - set(KINDS))
@@ -311,7 +324,7 @@ def main():
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
                     example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds,
-                                           args.min_cities)
+                                           args.min_cities, args.unanswerable)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

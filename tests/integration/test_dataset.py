@@ -1,6 +1,8 @@
 """tools/make_dataset.py: deterministic for a seed, splits disjoint, every gold span correct."""
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -106,3 +108,36 @@ def test_min_cities_puts_many_country_paragraphs_in_short_documents(tmp_path):
     bad = subprocess.run([sys.executable, TOOL, "--out", str(tmp_path / "c"), "--min_cities", "0"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--min_cities" in bad.stderr
+
+
+def test_unanswerable_attributes_draws_the_attribute_first(tmp_path):
+    # Templates of each unanswerable attribute, as regular expressions over the seen phrasings.
+    spec = importlib.util.spec_from_file_location("make_dataset", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    def pattern(template):
+        return re.compile(re.escape(template).replace(r"\{p\}", ".+").replace(r"\{o\}", ".+") + "$")
+    patterns = {name: [pattern(t) for t in templates[0]]
+                for name, templates in [("absent", tool.ONE_HOP["born_city"]),
+                                        ("occupation", tool.ONE_HOP["occupation"]),
+                                        ("founded_org", tool.ONE_HOP["founded_org"]),
+                                        ("established", tool.ESTABLISHED)]}
+
+    def attributes(out, *flags):
+        subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "6", "--train", "120",
+                        "--dev", "0", "--test", "0", "--min_tokens", "2000", "--max_tokens", "6000",
+                        "--kinds", "unanswerable", *flags], check=True)
+        counts = dict.fromkeys(patterns, 0)
+        for line in open(out / "train.jsonl"):
+            e = json.loads(line)
+            assert e["long_answer"] is None and e["short_answers"] == []
+            names = [n for n, ps in patterns.items() if any(p.match(e["question"]) for p in ps)]
+            assert len(names) == 1, e["question"]
+            counts[names[0]] += 1
+        return counts
+    default = attributes(tmp_path / "a")
+    assert default == attributes(tmp_path / "b", "--unanswerable", "questions")
+    assert default["founded_org"] > 0.5 * sum(default.values())  # why the flag exists
+    balanced = attributes(tmp_path / "c", "--unanswerable", "attributes")
+    assert all(n >= 0.15 * sum(balanced.values()) for n in balanced.values()), balanced
