@@ -7,14 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 W=build/cf-r9
 R=bench/results/minilm_eval/realtext/cf-drill-first
-python3 - <<'PY'
-import json, re
+python3 - $W <<'PY'
+import json, re, sys
 one, un = [], []
-for line in open("build/cf-r9/data/long/test.jsonl"):
+for line in open(f"{sys.argv[1]}/data/long/test.jsonl"):
     g = json.loads(line)
     if re.search(r"found|business|firm|company|organisation", g["question"].lower()):
         {"one_hop": one, "unanswerable": un}.get(g["kind"], []).append(line)
-open("build/cf-r9/company9.jsonl", "w").writelines(one + un[:9])
+open(f"{sys.argv[1]}/company9.jsonl", "w").writelines(one + un[:9])
 PY
 for m in init-drill hop0-drill; do
   [[ -s $W/forced/$m/model.safetensors ]] || .venv/bin/python tools/ship_model.py $W/$m \
