@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 54: a trained Cluster-Former checkpoint served as it would ship, as cf-from-round6/run.sh
+# scores its long stage: the null threshold calibrated on the first 100 8k-32k dev documents, the
+# 200 test documents served at it, then every answer forced on them (null_scores.py collect) and
+# the margins per kind and phrasing (margins.py). Results land beside this script as NAME-*.
+# Usage: score_model.sh NAME CHECKPOINT   (W: the work folder, default build/cf-r9)
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../../.."
+W="${W:-build/cf-r9}"
+name="$1" checkpoint="$2"
+PY=.venv/bin/python
+ev() { THREADS=2 EVAL_FLAGS="$1" tools/eval_demo.sh "$2" "$3" "$4"; }
+ship() {  # output folder, then ship_model.py flags
+  local out="$1"; shift
+  [[ -s $out/model.safetensors ]] || $PY tools/ship_model.py "$checkpoint" "$out" --dtype f32 \
+    --answer_score=type+long "$@"
+}
+ship "$W/tl-$name"
+[[ -s $W/eval/calib/tl-$name.txt ]] ||
+  ev "--calibrate_null --timeout_s=900" $W/long100.jsonl $W/eval/calib "$W/tl-$name"
+t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$W/eval/calib/tl-$name.txt")
+ship "$W/ship-$name" --null_threshold="$t"
+[[ -s $W/eval/test/ship-$name.txt ]] ||
+  ev "--timeout_s=900" $W/data/long/test.jsonl $W/eval/test "$W/ship-$name"
+scores=$W/$name-test200-scores.json
+if [[ ! -s $scores ]]; then
+  # shellcheck source=tools/start_server.sh
+  source tools/start_server.sh
+  start_server build "$W/$name-scores.server.log" --model_dir="$W/ship-$name" --metrics_listen= \
+    --threads=2 --max_batch_tokens=32768
+  python3 bench/results/minilm_eval/realtext/cf-from-round5/continued/null_scores.py collect \
+    "$port" $W/data/long/test.jsonl "$scores" > /dev/null
+  kill "$server_pid"
+fi
+cp "$W/eval/calib/tl-$name.txt" "$HERE/$name-calib-long100.txt"
+cp "$W/eval/test/ship-$name.txt" "$HERE/$name-test.txt"
+cp "$scores" "$HERE/$name-test200-scores.json"
+python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py $W/data/long/test.jsonl \
+  "$scores" "$t" | tee "$HERE/$name-test-margins.md"
