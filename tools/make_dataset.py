@@ -15,6 +15,7 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
                              [--min_cities 3] [--unanswerable questions|attributes]
+                             [--names syllables|letters]
 --kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
 (default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
 --min_cities: at least this many cities a document, each with a paragraph stating its country (a
@@ -24,6 +25,8 @@ many cities make a two-hop drill that chance does not pass (docs/demo-model.md, 
 --unanswerable attributes: an unanswerable question's attribute (absent person, occupation,
 founding, year established) drawn first, so that founding questions (which most people lack) are
 not most of them.
+--names letters: train and dev names made of letters (onsets, vowels, codas) rather than the 40
+pieces of SYLLABLES, never a name the test split's syllables could make.
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
 import argparse
@@ -74,6 +77,33 @@ def name(rng, syllables, parts=2):
     return "".join(rng.choice(syllables) for _ in range(parts)).capitalize()
 
 
+# --names letters: syllables made of letters (onset, vowel, sometimes a coda), so that training
+# names are not all built from the 40 pieces of SYLLABLES: a model drilled on those learned to read
+# names it had seen the pieces of, and nulled questions about the test split's (docs/demo-model.md,
+# session 54).
+ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
+          "z", "br", "ch", "dr", "gr", "sh", "st", "th", "tr", ""]
+VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "ai", "ea", "ou", "y"]
+CODAS = ["", "", "", "", "", "", "l", "n", "r", "s", "m", "x", "nd", "rt"]
+
+
+def made_of(word, syllables):
+    """Whether word is a concatenation of syllables (a name the test split could hold)."""
+    ends = {0}
+    for i in range(len(word)):
+        if i in ends:
+            ends.update(i + len(s) for s in syllables if word.startswith(s, i))
+    return len(word) in ends
+
+
+def letters_name(rng, parts=2):
+    while True:
+        word = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS)
+                       for _ in range(parts))
+        if not made_of(word, HELDOUT_SYLLABLES):  # never a possible test-split name
+            return word.capitalize()
+
+
 def compose(*parts):
     """Joins strings and (key, value) pairs into a text; returns it and each key's char offset."""
     text, offsets = "", {}
@@ -89,11 +119,12 @@ class World:
     """Invented entities and their facts, for one document."""
 
     def __init__(self, rng, syllables, people, cities, countries, orgs):
+        """syllables: the pieces names are made of, or None for letters_name's."""
         used = set()
 
         def fresh(parts):
             while True:
-                n = name(rng, syllables, parts)
+                n = letters_name(rng, parts) if syllables is None else name(rng, syllables, parts)
                 if n not in used:
                     used.add(n)
                     return n
@@ -206,11 +237,11 @@ DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
 
 
 def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(",")),
-                 min_cities=3, unanswerable="questions"):
+                 min_cities=3, unanswerable="questions", names="syllables"):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
-    syllables = HELDOUT_SYLLABLES if test_split else SYLLABLES
+    syllables = HELDOUT_SYLLABLES if test_split else SYLLABLES if names == "syllables" else None
     world = World(rng, syllables, people=max(3, facts_wanted // 3),
                   cities=max(min_cities, facts_wanted // 4), countries=max(2, facts_wanted // 10),
                   orgs=max(2, facts_wanted // 6))
@@ -307,6 +338,9 @@ def main():
     parser.add_argument("--unanswerable", choices=["questions", "attributes"], default="questions",
                         help="draw an unanswerable question among all (mostly founding questions) "
                         "or first an attribute, then a question about it")
+    parser.add_argument("--names", choices=["syllables", "letters"], default="syllables",
+                        help="train and dev names from SYLLABLES' 40 pieces or from letters "
+                        "(the test split's names always come from HELDOUT_SYLLABLES)")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     unknown = sorted(set(kinds) - set(KINDS))
@@ -324,7 +358,7 @@ def main():
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
                     example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds,
-                                           args.min_cities, args.unanswerable)
+                                           args.min_cities, args.unanswerable, args.names)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

@@ -10,10 +10,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOL = os.path.join(ROOT, "tools", "make_dataset.py")
 
 
-def generate(out, seed):
+def generate(out, seed, *flags):
     subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", str(seed), "--train", "30",
-                    "--dev", "10", "--test", "10", "--min_tokens", "500", "--max_tokens", "3000"],
-                   check=True)
+                    "--dev", "10", "--test", "10", "--min_tokens", "500", "--max_tokens", "3000",
+                    *flags], check=True)
     return {split: [json.loads(l) for l in open(out / f"{split}.jsonl")]
             for split in ("train", "dev", "test")}
 
@@ -141,3 +141,24 @@ def test_unanswerable_attributes_draws_the_attribute_first(tmp_path):
     assert default["founded_org"] > 0.5 * sum(default.values())  # why the flag exists
     balanced = attributes(tmp_path / "c", "--unanswerable", "attributes")
     assert all(n >= 0.15 * sum(balanced.values()) for n in balanced.values()), balanced
+
+
+def test_names_letters_widens_training_names_and_keeps_the_test_split(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_dataset", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    def person_names(examples):  # the capitalised words of the questions but their first
+        words = {w for e in examples for w in re.findall(r"\b[A-Z][a-z]+\b", e["question"][1:])}
+        return words - {"Works", "Company", "Guild", "Trust", "Sons", "Ltd"}  # organisations
+    default = generate(tmp_path / "s", 8)
+    letters = generate(tmp_path / "l", 8, "--names", "letters")
+    assert letters["test"] == default["test"]  # the test split is the same held-out set
+    syllable_names = person_names(default["train"] + default["dev"])
+    letter_names = person_names(letters["train"] + letters["dev"])
+    assert syllable_names and all(tool.made_of(n.lower(), tool.SYLLABLES) for n in syllable_names)
+    built = [n for n in letter_names if tool.made_of(n.lower(), tool.SYLLABLES)]
+    assert len(built) < 0.2 * len(letter_names), built
+    # No training or dev name is one the test split's syllables could make.
+    assert not any(tool.made_of(n.lower(), tool.HELDOUT_SYLLABLES) for n in letter_names)
+    assert not person_names(letters["test"]) & letter_names

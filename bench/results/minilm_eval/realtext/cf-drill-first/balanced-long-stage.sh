@@ -15,30 +15,34 @@ W=build/cf-r9
 D=$W/data
 MIXED=two_hop,two_hop,one_hop,yes_no,unanswerable
 # Env K16=1: the control, from the hop drill's model as it was trained (16 centroids a cluster layer).
-if [[ -n "${K16:-}" ]]; then
-  START=$W/hop0-drill OUT=bls-k16 NAME=balanced-long-stage-k16
-else
-  START=$W/hop0-k256 OUT=bls NAME=balanced-long-stage
+# Env NAMES=letters: every document's names made of letters (make_dataset.py --names letters), not
+# of the 40 syllables the drills' names had (session 54: the test split's nulls follow its names).
+START=$W/hop0-k256 OUT=bls NAME=balanced-long-stage
+[[ -z "${K16:-}" ]] || START=$W/hop0-drill OUT=bls-k16 NAME=balanced-long-stage-k16
+NAMES="${NAMES:-syllables}"
+S=""  # the data folders' suffix
+if [[ $NAMES == letters ]]; then
+  S=-letters OUT=$OUT$S NAME=$NAME$S
 fi
 split() {  # name seed train min max, then more make_dataset.py flags
   local name="$1" seed="$2" n="$3" min="$4" max="$5"
   shift 5
-  [[ -s "$D/$name/train.jsonl" ]] || python3 tools/make_dataset.py --out "$D/$name" --seed "$seed" \
-    --train "$n" --dev 0 --test 0 --min_tokens "$min" --max_tokens "$max" \
-    --unanswerable attributes "$@"
+  [[ -s "$D/$name$S/train.jsonl" ]] || python3 tools/make_dataset.py --out "$D/$name$S" \
+    --seed "$seed" --train "$n" --dev 0 --test 0 --min_tokens "$min" --max_tokens "$max" \
+    --unanswerable attributes --names "$NAMES" "$@"
 }
 split t3 53 300 2000 4000
 split b4 44 250 4000 16000  # balanced.sh's
 split t5 55 150 8000 16000
 split t6 56 150 16000 32000
 split hb 57 200 4000 16000 --min_cities 12 --kinds $MIXED
-python3 tools/mix_sets.py $D bls/train.jsonl --seed 25 t3/train:t3-:0:300 b4/train:b4-:0:250 \
-  t5/train:t5-:0:150 t6/train:t6-:0:150 hb/train:hb-:0:200
+python3 tools/mix_sets.py $D "bls$S/train.jsonl" --seed 25 "t3$S/train:t3-:0:300" \
+  "b4$S/train:b4-:0:250" "t5$S/train:t5-:0:150" "t6$S/train:t6-:0:150" "hb$S/train:hb-:0:200"
 # Founding is one of three or four attributes an unanswerable question draws from, so the mix still
 # asks half as many founding questions again unanswerable as answerable (87 against 58): keep the
 # first unanswerable questions with "found" in them (founding, and "When was O founded?") up to the
 # answerable founding questions' count, so that neither answer is the question's prior.
-python3 - $D/bls/train.jsonl <<'PY'
+python3 - "$D/bls$S/train.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 founding = lambda r: "found" in r["question"].lower()
@@ -53,7 +57,7 @@ with open(sys.argv[1], "w") as out:
 PY
 [[ -z "${DATA_ONLY:-}" ]] || exit 0
 stdbuf -oL build/train/longqa-train --init_model "$START" --out "$W/$OUT" \
-  --stages $D/bls/train.jsonl --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
+  --stages "$D/bls$S/train.jsonl" --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
   --steps "${STEPS:-300}" --lr 3e-5 --warmup 20 --seed 11 --eval_every 150 --batch_tokens 2048 \
   --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
   2>&1 | tee -a "$W/$OUT.log"
