@@ -25,7 +25,7 @@ many cities make a two-hop drill that chance does not pass (docs/demo-model.md, 
 --unanswerable attributes: an unanswerable question's attribute (absent person, occupation,
 founding, year established) drawn first, so that founding questions (which most people lack) are
 not most of them.
---names letters: train and dev names made of letters (onsets, vowels, codas) rather than the 40
+--names letters: train and dev names made of letters (onsets, vowels, codas) rather than the 35
 pieces of SYLLABLES, never a name the test split's syllables could make.
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
@@ -78,9 +78,9 @@ def name(rng, syllables, parts=2):
 
 
 # --names letters: syllables made of letters (onset, vowel, sometimes a coda), so that training
-# names are not all built from the 40 pieces of SYLLABLES: a model drilled on those learned to read
-# names it had seen the pieces of, and nulled questions about the test split's (docs/demo-model.md,
-# session 54).
+# names are not all built from the pieces of SYLLABLES: models trained long on those null many
+# questions about the test split's names (docs/demo-model.md, session 54), as if a name were known
+# by its pieces.
 ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
           "z", "br", "ch", "dr", "gr", "sh", "st", "th", "tr", ""]
 VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "ai", "ea", "ou", "y"]
@@ -339,7 +339,7 @@ def main():
                         help="draw an unanswerable question among all (mostly founding questions) "
                         "or first an attribute, then a question about it")
     parser.add_argument("--names", choices=["syllables", "letters"], default="syllables",
-                        help="train and dev names from SYLLABLES' 40 pieces or from letters "
+                        help="train and dev names from SYLLABLES' 35 pieces or from letters "
                         "(the test split's names always come from HELDOUT_SYLLABLES)")
     args = parser.parse_args()
     kinds = args.kinds.split(",")

@@ -16,7 +16,7 @@ D=$W/data
 MIXED=two_hop,two_hop,one_hop,yes_no,unanswerable
 # Env K16=1: the control, from the hop drill's model as it was trained (16 centroids a cluster layer).
 # Env NAMES=letters: every document's names made of letters (make_dataset.py --names letters), not
-# of the 40 syllables the drills' names had (session 54: the test split's nulls follow its names).
+# of the 35 syllables the drills' names had (session 54: the test split's nulls follow its names).
 START=$W/hop0-k256 OUT=bls NAME=balanced-long-stage
 [[ -z "${K16:-}" ]] || START=$W/hop0-drill OUT=bls-k16 NAME=balanced-long-stage-k16
 NAMES="${NAMES:-syllables}"
