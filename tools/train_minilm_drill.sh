@@ -23,7 +23,8 @@
 # 4000), EXAMPLES (default 20000 of 220-600 tokens; a longer stage as many tokens), CITIES, KINDS
 # (separated by "," or "/"), LENGTHS, STAGE_STEPS, BATCH_TOKENS (default 4096), MAX_BATCH (default
 # 16), LR (default 1e-4), EVAL_EVERY (default 250), THREADS, DEVICE: cpu or cuda, PYTHON,
-# TRAIN_FLAGS)
+# TRAIN_FLAGS, NAMES and UNANSWERABLE: make_dataset.py's --names and --unanswerable, defaults
+# syllables and questions)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -38,6 +39,9 @@ PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 # stage's own seed, so that adding a stage does not change the others.
 stages=() devs=() seed=51
 mix="drill-$CITIES$([[ "$KINDS" == two_hop,two_hop,one_hop ]] || echo "-${KINDS//,/-}")"
+NAMES="${NAMES:-syllables}" UNANSWERABLE="${UNANSWERABLE:-questions}"
+[[ $NAMES == syllables ]] || mix+="-names-$NAMES"
+[[ $UNANSWERABLE == questions ]] || mix+="-unanswerable-$UNANSWERABLE"
 for range in ${LENGTHS//\// }; do
   data="$WORK/data/$mix"
   [[ "$range" == 220-600 ]] || data+="-$range"
@@ -45,7 +49,8 @@ for range in ${LENGTHS//\// }; do
   examples=$(("${EXAMPLES:-20000}" * 820 / (${range%-*} + ${range#*-})))
   [[ -s "$data/dev.jsonl" ]] || "$PYTHON" "$ROOT/tools/make_dataset.py" --out "$data" \
     --seed "$seed" --train "$((examples > 200 ? examples : 200))" --dev 100 --test 0 \
-    --min_tokens "${range%-*}" --max_tokens "${range#*-}" --kinds "$KINDS" --min_cities "$CITIES"
+    --min_tokens "${range%-*}" --max_tokens "${range#*-}" --kinds "$KINDS" --min_cities "$CITIES" \
+    --names "$NAMES" --unanswerable "$UNANSWERABLE"
   stages+=("$data/train.jsonl") devs+=("$data/dev.jsonl") seed=$((seed + 1))
 done
 [[ -s "$WORK/$VARIANT/model.safetensors" ]] || { echo "no $WORK/$VARIANT" >&2; exit 1; }
