@@ -8,21 +8,25 @@
 # cf-from-round6/run.sh's (300 of 2k-4k, 250 of 4k-16k, 150 of 8k-16k, 150 of 16k-32k). Then
 # score_model.sh (DATA_ONLY=1: stop once the mix is made). Run after run.sh LONG_STAGE=1 (its
 # data, hop0-k256 and dev sets).
+# Env W (work folder, default build/cf-r9); START, OUT and NAME (another start model, its output
+# folder in W and the results' name; session 55: the letters drill's model, letters-drill.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
-W=build/cf-r9
+W="${W:-build/cf-r9}"
 D=$W/data
 MIXED=two_hop,two_hop,one_hop,yes_no,unanswerable
 # Env K16=1: the control, from the hop drill's model as it was trained (16 centroids a cluster layer).
 # Env NAMES=letters: every document's names made of letters (make_dataset.py --names letters), not
 # of the 35 syllables the drills' names had (session 54: the test split's nulls follow its names).
-START=$W/hop0-k256 OUT=bls NAME=balanced-long-stage
+START_SET="${START:-}"
+START="${START:-$W/hop0-k256}" OUT="${OUT:-bls}" NAME="${NAME:-balanced-long-stage}"
 [[ -z "${K16:-}" ]] || START=$W/hop0-drill OUT=bls-k16 NAME=balanced-long-stage-k16
 NAMES="${NAMES:-syllables}"
 S=""  # the data folders' suffix
 if [[ $NAMES == letters ]]; then
-  S=-letters OUT=$OUT$S NAME=$NAME$S
+  S=-letters
+  [[ -n $START_SET ]] || OUT=$OUT$S NAME=$NAME$S
 fi
 split() {  # name seed train min max, then more make_dataset.py flags
   local name="$1" seed="$2" n="$3" min="$4" max="$5"

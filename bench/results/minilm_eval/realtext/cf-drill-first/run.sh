@@ -54,18 +54,7 @@ score $W/data/drill-12-2000-8000/dev.jsonl $W/eval/drill2k8k hop-600-2000
 with_clusters() {  # model folder, K, output folder
   [[ -s $3/model.safetensors ]] && return
   rm -rf "$3" && cp -r "$1" "$3"
-  .venv/bin/python - "$3" "$2" <<'PY'
-import json, sys, torch
-from safetensors.torch import load_file, save_file
-folder, k = sys.argv[1], int(sys.argv[2])
-config = json.load(open(f"{folder}/config.json"))
-config["num_clusters"] = [k] * len(config["num_clusters"])
-json.dump(config, open(f"{folder}/config.json", "w"), indent=2, sort_keys=True)
-weights = load_file(f"{folder}/model.safetensors")
-for name in [n for n in weights if n.endswith(".centroids")]:
-    weights[name] = torch.zeros(k, config["hidden_size"])
-save_file(weights, f"{folder}/model.safetensors")
-PY
+  .venv/bin/python bench/results/minilm_eval/realtext/cf-drill-first/zero_centroids.py "$3" "$2"
   build/tools/longqa-centroids --model_dir="$3" --corpus=$W/centroid-corpus.jsonl --threads=2
 }
 head -n 15 $W/data/s4/train.jsonl > $W/centroid-corpus.jsonl
