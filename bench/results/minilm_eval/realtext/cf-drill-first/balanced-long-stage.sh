@@ -19,15 +19,11 @@ MIXED=two_hop,two_hop,one_hop,yes_no,unanswerable
 # Env K16=1: the control, from the hop drill's model as it was trained (16 centroids a cluster layer).
 # Env NAMES=letters: every document's names made of letters (make_dataset.py --names letters), not
 # of the 35 syllables the drills' names had (session 54: the test split's nulls follow its names).
-START_SET="${START:-}"
-START="${START:-$W/hop0-k256}" OUT="${OUT:-bls}" NAME="${NAME:-balanced-long-stage}"
-[[ -z "${K16:-}" ]] || START=$W/hop0-drill OUT=bls-k16 NAME=balanced-long-stage-k16
 NAMES="${NAMES:-syllables}"
-S=""  # the data folders' suffix
-if [[ $NAMES == letters ]]; then
-  S=-letters
-  [[ -n $START_SET ]] || OUT=$OUT$S NAME=$NAME$S
-fi
+S=""  # the data folders' suffix, and the default output's
+[[ $NAMES == syllables ]] || S=-$NAMES
+START="${START:-$W/hop0-k256}" OUT="${OUT:-bls$S}" NAME="${NAME:-balanced-long-stage$S}"
+[[ -z "${K16:-}" ]] || START=$W/hop0-drill OUT=bls-k16$S NAME=balanced-long-stage-k16$S
 split() {  # name seed train min max, then more make_dataset.py flags
   local name="$1" seed="$2" n="$3" min="$4" max="$5"
   shift 5
