@@ -26,7 +26,7 @@ for v in "${@:-sliding cluster_former etc}"; do
     # 1. The threshold, on dev, with the fp32 checkpoint.
     EVAL_FLAGS=--calibrate_null "$ROOT/tools/eval_demo.sh" "$dev_gold" \
       "$OUT/eval/dev-fp32" "$CHECKPOINTS/$variant"
-    threshold=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' "$OUT/eval/dev-fp32/$variant.txt")
+    threshold=$("$ROOT/tools/calibrated_threshold.sh" "$OUT/eval/dev-fp32/$variant.txt")
     # 2. The servable folder.
     "$PYTHON" "$ROOT/tools/ship_model.py" "$CHECKPOINTS/$variant" "$OUT/$variant" \
       --null_threshold "$threshold"

@@ -2,6 +2,7 @@
 the calibrated null threshold, and the server answers from it as from the fp32 folder."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from test_import_hf import BERT_SPECIALS, BUILD, SOURCE, TINY, import_model, per
 
 SHIP = os.path.join(SOURCE, "tools", "ship_model.py")
 CLI = os.path.join(BUILD, "client", "longqa")
+THRESHOLD = os.path.join(SOURCE, "tools", "calibrated_threshold.sh")
 
 
 def ask(port, document_path, *extra, question="w20 w21 w22"):
@@ -71,6 +73,10 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
                                      "--calibrate_null"], check=True, capture_output=True,
                                     text=True).stdout
         assert "null threshold " in calibrated and "with answer_score" not in calibrated, calibrated
+        # The ship scripts read it back from the report with tools/calibrated_threshold.sh.
+        (tmp_path / "calib.txt").write_text(calibrated)
+        chosen = re.search(r"^null threshold (\S+) ", calibrated, re.M).group(1)
+        assert threshold_in(tmp_path / "calib.txt").stdout == chosen + "\n"
         full = ask(port32, document, "--null_threshold=-1000")  # both must answer
         half = ask(port16, document, "--null_threshold=-1000")
         # Weights rounded to 11 significant bits; the arithmetic stays fp32. (`longqa ask --json`
@@ -91,6 +97,25 @@ def test_half_precision_folder_answers_like_fp32_with_its_null_threshold(tmp_pat
         for proc, *_ in servers:
             proc.terminate()
             proc.wait()
+
+
+def threshold_in(report):
+    return subprocess.run([THRESHOLD, str(report)], capture_output=True, text=True)
+
+
+def test_calibrated_threshold_is_the_reports_last_and_none_is_an_error(tmp_path):
+    report = tmp_path / "calib.txt"
+    # A rerun appends its own report; answer_score type's alternative is not the choice.
+    report.write_text("== tl on long100.jsonl\nnull threshold 2.5 (chosen on this set: ...)\n"
+                      "== tl on long100.jsonl\n"
+                      "null threshold -4.21162 (chosen on this set: long F1 0.7516)\n"
+                      "with answer_score type: null threshold 1.12441 (long F1 0.7500)\n")
+    read = threshold_in(report)
+    assert (read.returncode, read.stdout) == (0, "-4.21162\n"), read
+    report.write_text("== tl on long100.jsonl\nexamples 100 (gold long 81)\n")  # stopped early
+    read = threshold_in(report)
+    assert read.returncode != 0 and read.stdout == "", read
+    assert "no calibrated null threshold in" in read.stderr, read
 
 
 def cpu_has_bf16():

@@ -6,7 +6,7 @@ while pgrep -f recal/calib.sh > /dev/null; do sleep 20; done
 W=/work/minilm-train; R=/work/recal
 for m in demo:models/demo cluster_former-long:$W/shipped/cluster_former-long; do
   name=${m%%:*}; src=${m#*:}
-  t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $R/dev-long/$name.txt)
+  t=$(tools/calibrated_threshold.sh $R/dev-long/$name.txt)
   rm -rf $R/models/$name; mkdir -p $R/models; cp -r $src $R/models/$name
   .venv/bin/python - $R/models/$name/config.json $t <<'PY'
 import json, sys

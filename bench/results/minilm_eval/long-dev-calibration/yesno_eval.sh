@@ -4,7 +4,7 @@ set -euo pipefail
 cd /work/main
 W=/work/minilm-train; R=/work/recal
 EVAL_FLAGS=--calibrate_null THREADS=1 nice -n 19 tools/eval_demo.sh $W/data/long/dev.jsonl $R/dev-long $W/cluster_former-yesno
-t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $R/dev-long/cluster_former-yesno.txt)
+t=$(tools/calibrated_threshold.sh $R/dev-long/cluster_former-yesno.txt)
 rm -rf $R/models/cluster_former-yesno; cp -r $W/cluster_former-yesno $R/models/
 .venv/bin/python - $R/models/cluster_former-yesno/config.json $t <<'PY'
 import json, sys

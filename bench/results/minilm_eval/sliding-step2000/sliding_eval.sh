@@ -7,7 +7,7 @@ W=/work/minilm-train; R=/work/s18/eval
 mkdir -p $R/models
 grep -q '"step": 2000' $W/sliding/trainer_state.json || { echo "sliding not at step 2000"; exit 1; }
 EVAL_FLAGS=--calibrate_null THREADS=1 tools/eval_demo.sh $W/data/long/dev.jsonl $R/dev-long $W/sliding
-t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $R/dev-long/sliding.txt)
+t=$(tools/calibrated_threshold.sh $R/dev-long/sliding.txt)
 rm -rf $R/models/sliding; cp -r $W/sliding $R/models/
 rm -f $R/models/sliding/optimizer.safetensors
 .venv/bin/python - $R/models/sliding/config.json $t <<'PY'

@@ -32,7 +32,7 @@ python3 $NS collect "$port" $W/company9.jsonl $W/company-balanced.json > /dev/nu
 python3 $NS collect "$port" $W/long100.jsonl $W/balanced-dev100-scores.json > /dev/null
 kill "$server_pid"
 # The long stage's calibrated threshold, as cf-from-round6/run.sh reads it.
-t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $W/eval/calib/tl.txt)
+t=$(tools/calibrated_threshold.sh $W/eval/calib/tl.txt)
 python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py $W/company9.jsonl \
   $W/company-balanced.json "$t"
 python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py $W/long100.jsonl \

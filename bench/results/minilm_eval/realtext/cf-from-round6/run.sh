@@ -65,7 +65,7 @@ $PY tools/ship_model.py $W/round $W/tl --dtype f32 --answer_score=type+long
 ev() { THREADS=2 EVAL_FLAGS="$1" tools/eval_demo.sh "$2" "$3" "$4"; }
 ev "--calibrate_null --timeout_s=900" $W/long-tail.jsonl $W/eval/long-tail $W/tl
 ev "--calibrate_null --timeout_s=900" $W/long100.jsonl $W/eval/calib $W/tl
-t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $W/eval/calib/tl.txt)
+t=$(tools/calibrated_threshold.sh $W/eval/calib/tl.txt)
 $PY tools/ship_model.py $W/round $W/ship --dtype f32 --answer_score=type+long --null_threshold="$t"
 ev "--timeout_s=900" $D/long/test.jsonl $W/eval/test $W/ship
 # Every answer forced with the shipped folder (session 48's null_scores.py), then the margins.

@@ -22,6 +22,6 @@ head -n 20 $D/cf/train.jsonl > $W/first20.jsonl
 build/tools/longqa-centroids --model_dir=$W/refit --corpus=$W/first20.jsonl --threads=2 --seed=10
 THREADS=2 EVAL_FLAGS="--calibrate_null --timeout_s=900" tools/eval_demo.sh build/cf-r6/long-tail.jsonl $W/eval/long-tail-refit $W/refit
 THREADS=2 EVAL_FLAGS="--calibrate_null --timeout_s=900" tools/eval_demo.sh build/cf-r5/long100.jsonl $W/eval/calib $W/refit
-t=$(sed -n 's/^null threshold \([^ ]*\) .*/\1/p' $W/eval/calib/refit.txt)
+t=$(tools/calibrated_threshold.sh $W/eval/calib/refit.txt)
 .venv/bin/python tools/ship_model.py $W/refit $W/refit-ship --dtype f32 --answer_score=type+long --null_threshold=$t
 THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh build/realtext-tables5/data/long/test.jsonl $W/eval/test $W/refit-ship
