@@ -11,6 +11,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
 export W="${W:-build/cf-r10}"
 START="${START:-$W/init-k256}" END="${END:-$W/lds}"
+served_only=1
+[[ -z "${FORCED:-}" ]] || served_only=""
 [[ -s $W/centroid-corpus.jsonl ]] || head -n 15 $W/data/s4/train.jsonl > $W/centroid-corpus.jsonl
 for alpha in "$@"; do
   out=$W/wise-$alpha
@@ -20,9 +22,5 @@ for alpha in "$@"; do
       --threads=2
     rm -rf "$out" && mv "$out.tmp" "$out"
   fi
-  if [[ -n "${FORCED:-}" ]]; then
-    bash "$HERE/score_model.sh" "wise-$alpha" "$out"
-  else
-    SERVED_ONLY=1 bash "$HERE/score_model.sh" "wise-$alpha" "$out"
-  fi
+  SERVED_ONLY="$served_only" bash "$HERE/score_model.sh" "wise-$alpha" "$out"
 done
