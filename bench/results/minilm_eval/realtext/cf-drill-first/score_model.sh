@@ -12,7 +12,8 @@ W="${W:-build/cf-r9}"
 name="$1" checkpoint="$2"
 PY=.venv/bin/python
 ev() { THREADS=2 EVAL_FLAGS="$1" tools/eval_demo.sh "$2" "$3" "$4"; }
-# An eval's report is written as it goes: one that was stopped holds its header alone.
+# tools/eval_demo.sh names a report once its eval has finished; before session 57 it wrote the
+# report as it went, and a stopped eval left its header alone.
 scored() { grep -q '^examples ' "$1" 2>/dev/null; }
 ship() {  # output folder, then ship_model.py flags
   local out="$1"; shift

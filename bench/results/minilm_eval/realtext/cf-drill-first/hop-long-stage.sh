@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 57: keep the hop trained where it fades. From the letters drill + 300 balanced long steps
+# (build/cf-r10/lds300: the hop kept at 2k-8k tokens, every answer forced 13 of 22, but 3 of 20 at
+# 8k-32k dev and 4 of 39 on test), a long stage whose documents are mostly 12-city documents of
+# 8k-32k tokens (two-hop two questions in five, letter names), with rows of the balanced mix
+# (bls-letters) so that one-hop, yes/no and unanswerable keep their share; lr 3e-5 as
+# balanced-long-stage.sh. Then served as it would ship (score_model.sh) and every answer forced on
+# the 2k-8k and the first 100 8k-32k dev documents, as run.sh's forced().
+# Env W (default build/cf-r10), START (default W/lds300), OUT, NAME, HOP (12-city rows, default
+# 110), BALANCED (bls-letters rows, default 70), STEPS (default HOP + BALANCED: each row once).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../../.."
+export W="${W:-build/cf-r10}"  # score_model.sh reads it too
+D=$W/data
+START="${START:-$W/lds300}" OUT="${OUT:-hls}" NAME="${NAME:-hop-long-stage}"
+HOP="${HOP:-110}" BALANCED="${BALANCED:-70}"
+STEPS="${STEPS:-$((HOP + BALANCED))}"
+[[ -s $D/hl-letters/train.jsonl ]] || python3 tools/make_dataset.py --out $D/hl-letters \
+  --seed 58 --train "$HOP" --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 \
+  --min_cities 12 --kinds two_hop,two_hop,one_hop,yes_no,unanswerable \
+  --unanswerable attributes --names letters
+python3 tools/mix_sets.py $D hls-letters/train.jsonl --seed 26 "hl-letters/train:hl-:0:$HOP" \
+  "bls-letters/train:bls-:0:$BALANCED"
+stdbuf -oL build/train/longqa-train --init_model "$START" --out "$W/$OUT" \
+  --stages $D/hls-letters/train.jsonl --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
+  --steps "$STEPS" --lr 3e-5 --warmup 20 --seed 12 --eval_every 90 --batch_tokens 2048 \
+  --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
+  2>&1 | tee -a "$W/$OUT.log"
+cp "$W/$OUT.log" "$HERE/$NAME-train.log"
+SERVED_ONLY=1 "$HERE/score_model.sh" "$NAME" "$W/$OUT"
+forced_eval() {  # gold set, eval folder, results' suffix
+  local report="$2/$NAME.txt"
+  grep -q '^examples ' "$report" 2>/dev/null ||
+    THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$NAME"
+  cp "$report" "$HERE/$NAME-$3-forced.txt"
+}
+[[ -s $W/forced/$NAME/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$W/$OUT" \
+  "$W/forced/$NAME" --dtype f32 --answer_score=type+long --null_threshold=-1000
+forced_eval $D/mid/dev.jsonl $W/eval/mid mid
+forced_eval $W/long100.jsonl $W/eval/long100 long100
+"$HERE/score_model.sh" "$NAME" "$W/$OUT"
