@@ -7,7 +7,8 @@
 # balanced-long-stage.sh. Then served as it would ship (score_model.sh) and every answer forced on
 # the 2k-8k and the first 100 8k-32k dev documents, as run.sh's forced().
 # Env W (default build/cf-r10), START (default W/lds300), OUT, NAME, HOP (12-city rows, default
-# 110), BALANCED (bls-letters rows, default 70), STEPS (default HOP + BALANCED: each row once).
+# 110), BALANCED (bls-letters rows, default 70), STEPS (default HOP + BALANCED: each row once),
+# SEED (the 12-city documents' make_dataset.py seed, default 58; another seed, another folder).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -15,15 +16,17 @@ export W="${W:-build/cf-r10}"  # score_model.sh reads it too
 D=$W/data
 START="${START:-$W/lds300}" OUT="${OUT:-hls}" NAME="${NAME:-hop-long-stage}"
 HOP="${HOP:-110}" BALANCED="${BALANCED:-70}"
-STEPS="${STEPS:-$((HOP + BALANCED))}"
-[[ -s $D/hl-letters/train.jsonl ]] || python3 tools/make_dataset.py --out $D/hl-letters \
-  --seed 58 --train "$HOP" --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 \
+STEPS="${STEPS:-$((HOP + BALANCED))}" SEED="${SEED:-58}"
+HL=hl-letters MIX=hls-letters  # session 57's first run's folders
+[[ $SEED == 58 ]] || HL=hl-seed$SEED-letters MIX=$OUT-letters
+[[ -s $D/$HL/train.jsonl ]] || python3 tools/make_dataset.py --out "$D/$HL" \
+  --seed "$SEED" --train "$HOP" --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 \
   --min_cities 12 --kinds two_hop,two_hop,one_hop,yes_no,unanswerable \
   --unanswerable attributes --names letters
-python3 tools/mix_sets.py $D hls-letters/train.jsonl --seed 26 "hl-letters/train:hl-:0:$HOP" \
+python3 tools/mix_sets.py $D "$MIX/train.jsonl" --seed 26 "$HL/train:hl-:0:$HOP" \
   "bls-letters/train:bls-:0:$BALANCED"
 stdbuf -oL build/train/longqa-train --init_model "$START" --out "$W/$OUT" \
-  --stages $D/hls-letters/train.jsonl --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
+  --stages "$D/$MIX/train.jsonl" --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
   --steps "$STEPS" --lr 3e-5 --warmup 20 --seed 12 --eval_every 90 --batch_tokens 2048 \
   --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
   2>&1 | tee -a "$W/$OUT.log"
