@@ -56,10 +56,7 @@ with open(sys.argv[1], "w") as out:
         out.write(json.dumps(r) + "\n")
 PY
 [[ -z "${DATA_ONLY:-}" ]] || exit 0
-stdbuf -oL build/train/longqa-train --init_model "$START" --out "$W/$OUT" \
-  --stages "$D/bls$S/train.jsonl" --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
-  --steps "${STEPS:-300}" --lr 3e-5 --warmup 20 --seed 11 --eval_every 150 --batch_tokens 2048 \
-  --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
-  2>&1 | tee -a "$W/$OUT.log"
-cp "$W/$OUT.log" "$HERE/$NAME-train.log"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/long_stage.sh
+source "$HERE/long_stage.sh"
+train_long_stage "$D/bls$S/train.jsonl" "${STEPS:-300}" 11 150
 "$HERE/score_model.sh" "$NAME" "$W/$OUT"

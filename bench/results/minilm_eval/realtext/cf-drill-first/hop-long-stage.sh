@@ -5,7 +5,7 @@
 # 8k-32k tokens (two-hop two questions in five, letter names), with rows of the balanced mix
 # (bls-letters) so that one-hop, yes/no and unanswerable keep their share; lr 3e-5 as
 # balanced-long-stage.sh. Then served as it would ship (score_model.sh) and every answer forced on
-# the 2k-8k and the first 100 8k-32k dev documents, as run.sh's forced().
+# the 2k-8k and the first 100 8k-32k dev documents (forced.sh, as run.sh).
 # Env W (default build/cf-r10), START (default W/lds300), OUT, NAME, HOP (12-city rows, default
 # 110), BALANCED (bls-letters rows, default 70), STEPS (default HOP + BALANCED: each row once),
 # SEED (the 12-city documents' make_dataset.py seed, default 58; another seed, another folder).
@@ -25,21 +25,13 @@ HL=hl-letters MIX=hls-letters  # session 57's first run's folders
   --unanswerable attributes --names letters
 python3 tools/mix_sets.py $D "$MIX/train.jsonl" --seed 26 "$HL/train:hl-:0:$HOP" \
   "bls-letters/train:bls-:0:$BALANCED"
-stdbuf -oL build/train/longqa-train --init_model "$START" --out "$W/$OUT" \
-  --stages "$D/$MIX/train.jsonl" --stage_dev $D/s4/dev.jsonl --long_dev $D/mid/dev.jsonl \
-  --steps "$STEPS" --lr 3e-5 --warmup 20 --seed 12 --eval_every 90 --batch_tokens 2048 \
-  --max_batch 8 --eval_examples 20 --centroid_every 100 --save_every 25 --threads 2 --device cpu \
-  2>&1 | tee -a "$W/$OUT.log"
-cp "$W/$OUT.log" "$HERE/$NAME-train.log"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/long_stage.sh
+source "$HERE/long_stage.sh"
+train_long_stage "$D/$MIX/train.jsonl" "$STEPS" 12 90
 SERVED_ONLY=1 "$HERE/score_model.sh" "$NAME" "$W/$OUT"
-forced_eval() {  # gold set, eval folder, results' suffix
-  local report="$2/$NAME.txt"
-  grep -q '^examples ' "$report" 2>/dev/null ||
-    THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$NAME"
-  cp "$report" "$HERE/$NAME-$3-forced.txt"
-}
-[[ -s $W/forced/$NAME/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$W/$OUT" \
-  "$W/forced/$NAME" --dtype f32 --answer_score=type+long --null_threshold=-1000
-forced_eval $D/mid/dev.jsonl $W/eval/mid mid
-forced_eval $W/long100.jsonl $W/eval/long100 long100
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
+source "$HERE/forced.sh"
+forced "$NAME" "$W/$OUT"
+cp "$W/eval/mid/$NAME.txt" "$HERE/$NAME-mid-forced.txt"
+cp "$W/eval/long100/$NAME.txt" "$HERE/$NAME-long100-forced.txt"
 "$HERE/score_model.sh" "$NAME" "$W/$OUT"

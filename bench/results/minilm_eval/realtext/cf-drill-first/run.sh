@@ -33,16 +33,8 @@ drill init KINDS=$MIXED LENGTHS=220-600/600-2000 \
 [[ -d $W/hop0 ]] || cp -r $W/init-drill/stage-0 $W/hop0
 drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
 drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
-score() {  # gold set, output folder, name: the folder W/forced/<name>, every answer forced
-  [[ -s "$2/$3.txt" ]] && return  # scored in an earlier run
-  THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$3"
-}
-forced() {  # name, model folder
-  [[ -s "$W/forced/$1"/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$2" \
-    "$W/forced/$1" --dtype f32 --answer_score=type+long --null_threshold=-1000
-  score $W/data/mid/dev.jsonl $W/eval/mid "$1"
-  score $W/long100.jsonl $W/eval/long100 "$1"
-}
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
+source bench/results/minilm_eval/realtext/cf-drill-first/forced.sh  # score, forced
 forced hop-600-2000 $W/hop0-drill
 forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
