@@ -9,7 +9,8 @@
 # score_model.sh (DATA_ONLY=1: stop once the mix is made). Run after run.sh LONG_STAGE=1 (its
 # data, hop0-k256 and dev sets).
 # Env W (work folder, default build/cf-r9); START, OUT and NAME (another start model, its output
-# folder in W and the results' name; session 55: the letters drill's model, letters-drill.sh).
+# folder in W and the results' name; session 55: the letters drill's model, letters-drill.sh);
+# TRAIN_ONLY=1 (stop once trained: rebuild.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -59,4 +60,5 @@ PY
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/long_stage.sh
 source "$HERE/long_stage.sh"
 train_long_stage "$D/bls$S/train.jsonl" "${STEPS:-300}" 11 150
+[[ -z "${TRAIN_ONLY:-}" ]] || exit 0
 "$HERE/score_model.sh" "$NAME" "$W/$OUT"

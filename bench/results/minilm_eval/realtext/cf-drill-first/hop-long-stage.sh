@@ -8,7 +8,8 @@
 # the 2k-8k and the first 100 8k-32k dev documents (forced.sh, as run.sh).
 # Env W (default build/cf-r10), START (default W/lds300), OUT, NAME, HOP (12-city rows, default
 # 110), BALANCED (bls-letters rows, default 70), STEPS (default HOP + BALANCED: each row once),
-# SEED (the 12-city documents' make_dataset.py seed, default 58; another seed, another folder).
+# SEED (the 12-city documents' make_dataset.py seed, default 58; another seed, another folder),
+# TRAIN_ONLY=1 (stop once trained: rebuild.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -28,6 +29,7 @@ python3 tools/mix_sets.py $D "$MIX/train.jsonl" --seed 26 "$HL/train:hl-:0:$HOP"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/long_stage.sh
 source "$HERE/long_stage.sh"
 train_long_stage "$D/$MIX/train.jsonl" "$STEPS" 12 90
+[[ -z "${TRAIN_ONLY:-}" ]] || exit 0
 SERVED_ONLY=1 "$HERE/score_model.sh" "$NAME" "$W/$OUT"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
 source "$HERE/forced.sh"

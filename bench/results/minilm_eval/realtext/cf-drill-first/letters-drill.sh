@@ -13,11 +13,13 @@
 #   600-2,000 (where the two paragraphs of a two-hop question often lie in different windows).
 # Then score_model.sh: threshold calibrated on the first 100 8k-32k dev documents, the 200 test
 # documents served, every answer forced. Results beside this script as letters-drill-*.
-# Env: W (work folder, default build/cf-r10).
+# Env: W (work folder, default build/cf-r10), NAME (the results' name, default letters-drill),
+# TRAIN_ONLY=1 (stop once the drill is trained: rebuild.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
 export W="${W:-build/cf-r10}"
+NAME="${NAME:-letters-drill}"
 PREPARE_ONLY=1 bash bench/results/minilm_eval/realtext/cf-from-round6/run.sh
 if [[ ! -s $W/init-k256/model.safetensors ]]; then
   rm -rf $W/init-k256 && cp -r $W/init $W/init-k256
@@ -31,5 +33,6 @@ done_steps=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["s
     KINDS=two_hop,two_hop,two_hop,two_hop,one_hop,yes_no,unanswerable \
     LENGTHS=220-600/600-2000 STAGE_STEPS=550 STEPS=$steps EXAMPLES=4000 EVAL_EVERY=250 \
     tools/train_minilm_drill.sh init-k256
-cp $W/init-k256-drill.log "$HERE/letters-drill-train.log"
-bash "$HERE/score_model.sh" letters-drill $W/init-k256-drill
+cp $W/init-k256-drill.log "$HERE/$NAME-train.log"
+[[ -z "${TRAIN_ONLY:-}" ]] || exit 0
+bash "$HERE/score_model.sh" "$NAME" $W/init-k256-drill

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Keeps a stage of rebuild.sh's chain past the checkout: build/ does not survive a new one, and
+# sessions 54 and 57 lost every model of their chains with it. Ships W/<folder> in bf16 (weights,
+# centroids, config, tokenizer; no optimizer state: half the bytes of fp32, 45 MB) into
+# models/checkpoints/cluster_former_minilm with a `stage` file naming it; rebuild.sh then starts
+# from there instead of training the stages up to it again. The next stage starts from weights
+# rounded to bf16 and a fresh optimizer: not the same run as the chain in one go.
+# Usage: persist.sh STAGE   (1 drill, 2 lds, 3 lds300, 4 hls; env W, default build/cf-r10)
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../../.."
+W="${W:-build/cf-r10}"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
+source "$HERE/stages.sh"
+stage="$1" folder="${STAGE_FOLDERS[$1]}"
+P=models/checkpoints/cluster_former_minilm
+python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
+  "$W/$folder/trainer_state.json"
+rm -rf "$P"
+.venv/bin/python tools/ship_model.py "$W/$folder" "$P" --dtype bf16 --answer_score=type+long
+echo "$stage $folder" > "$P/stage"
+du -sh "$P"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 58: sessions 55-57's Cluster-Former chain made again from what the repository holds,
+# training only (each stage was scored when it was first trained; its figures are in
+# docs/demo-model.md). A new checkout had lost build/cf-r10, and with it every model of the chain:
+#   1. the letters drill (letters-drill.sh: models/demo in fp32, SSCSSC, 256 centroids a cluster
+#      layer, 1,000 steps of 220-2,000 tokens) -> W/init-k256-drill;
+#   2. 150 balanced long steps with letter names (balanced-long-stage.sh) -> W/lds;
+#   3. 150 more, resumed from step 150 as session 56 did -> W/lds300;
+#   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls.
+# Each stage resumes where a stopped run left it and is skipped once finished. The logs land beside
+# this script as rebuild-*-train.log (the first runs' logs stay as they were). To keep a stage past
+# the checkout (build/ does not survive one), ship it in bf16 into models/checkpoints/ (persist.sh);
+# this script then starts after that stage, from its weights in fp32.
+# Env W (default build/cf-r10), LAST (the last stage to train, 1-4, default 4).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../../.."
+export W="${W:-build/cf-r10}" TRAIN_ONLY=1
+LAST="${LAST:-4}"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
+source "$HERE/stages.sh"
+P=models/checkpoints/cluster_former_minilm
+read -r kept _ < "$P/stage" 2>/dev/null || kept=0
+if ((kept > 0)) && [[ ! -s $W/${STAGE_FOLDERS[$kept]}/model.safetensors ]]; then
+  mkdir -p "$W"
+  .venv/bin/python tools/ship_model.py "$P" "$W/${STAGE_FOLDERS[$kept]}" --dtype f32
+fi
+((kept >= 1)) || NAME=rebuild-letters-drill bash "$HERE/letters-drill.sh"
+((LAST >= 2)) || exit 0
+balanced() {  # output folder, steps
+  START=$W/init-k256-drill OUT="$1" STEPS="$2" NAME="rebuild-$1" NAMES=letters \
+    bash "$HERE/balanced-long-stage.sh"
+}
+((kept >= 2)) || balanced lds 150
+((LAST >= 3)) || exit 0
+[[ -d $W/lds300 ]] || cp -r "$W/lds" "$W/lds300"
+((kept >= 3)) || balanced lds300 300
+((LAST >= 4 && kept < 4)) || exit 0
+START=$W/lds300 OUT=hls NAME=rebuild-hls bash "$HERE/hop-long-stage.sh"
