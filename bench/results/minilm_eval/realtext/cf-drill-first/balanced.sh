@@ -21,8 +21,9 @@ stdbuf -oL build/train/longqa-train --init_model $W/round --out $W/balanced \
   --stages $D/balanced/train.jsonl --long_dev $D/mid/dev.jsonl --steps 150 --lr 3e-5 \
   --warmup 10 --seed 12 --eval_every 150 --batch_tokens 2048 --max_batch 8 --eval_examples 20 \
   --centroid_every 100 --save_every 25 --threads 2 --device cpu 2>&1 | tee -a $W/balanced.log
-[[ -s $W/forced/balanced/model.safetensors ]] || .venv/bin/python tools/ship_model.py \
-  $W/balanced $W/forced/balanced --dtype f32 --answer_score=type+long --null_threshold=-1000
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
+source bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
+ship_forced balanced $W/balanced
 # shellcheck source=tools/start_server.sh
 source tools/start_server.sh
 start_server build $W/balanced-scores.server.log --model_dir=$W/forced/balanced \

@@ -16,9 +16,10 @@ for line in open(f"{sys.argv[1]}/data/long/test.jsonl"):
         {"one_hop": one, "unanswerable": un}.get(g["kind"], []).append(line)
 open(f"{sys.argv[1]}/company9.jsonl", "w").writelines(one + un[:9])
 PY
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
+source $R/forced.sh
 for m in init-drill hop0-drill; do
-  [[ -s $W/forced/$m/model.safetensors ]] || .venv/bin/python tools/ship_model.py $W/$m \
-    $W/forced/$m --dtype f32 --answer_score=type+long --null_threshold=-1000
+  ship_forced $m $W/$m
 done
 # shellcheck source=tools/start_server.sh
 source tools/start_server.sh

@@ -34,7 +34,7 @@ drill init KINDS=$MIXED LENGTHS=220-600/600-2000 \
 drill hop0 LENGTHS=220-600/600-2000 STAGE_STEPS=250 STEPS=700 EXAMPLES=4000 EVAL_EVERY=250
 drill hop0-drill LENGTHS=2000-8000 STEPS=300 EXAMPLES=6000 EVAL_EVERY=150
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced.sh
-source bench/results/minilm_eval/realtext/cf-drill-first/forced.sh  # score, forced
+source bench/results/minilm_eval/realtext/cf-drill-first/forced.sh  # score, ship_forced, forced
 forced hop-600-2000 $W/hop0-drill
 forced hop-drilled $W/hop0-drill-drill
 forced sliding models/demo
@@ -65,7 +65,6 @@ with_clusters $W/hop0-drill 256 $W/hop0-k256
 STEPS=300 START=$W/hop0-k256 MIX_EXTRA="h2/train:h2-:0:100" bash $R6
 # Every answer forced on the 2k-8k dev documents; then its centroids refitted to 16 (for
 # company_margins.sh: is the company questions' null in the weights or in the cluster count?).
-[[ -s $W/forced/k256-long-stage/model.safetensors ]] || .venv/bin/python tools/ship_model.py \
-  $W/round $W/forced/k256-long-stage --dtype f32 --answer_score=type+long --null_threshold=-1000
+ship_forced k256-long-stage $W/round
 score $W/data/mid/dev.jsonl $W/eval/mid k256-long-stage
 with_clusters $W/forced/k256-long-stage 16 $W/forced/ls-k16
