@@ -27,6 +27,10 @@ if ((kept > 0)) && [[ ! -s $W/${STAGE_FOLDERS[$kept]}/model.safetensors ]]; then
 fi
 ((kept >= 1)) || NAME=rebuild-letters-drill bash "$HERE/letters-drill.sh"
 ((LAST >= 2)) || exit 0
+if ((kept >= 1)); then  # the data the skipped stages made: dev sets, test split, balanced mix
+  PREPARE_ONLY=1 bash bench/results/minilm_eval/realtext/cf-from-round6/run.sh
+  DATA_ONLY=1 NAMES=letters bash "$HERE/balanced-long-stage.sh"
+fi
 balanced() {  # output folder, steps
   START=$W/init-k256-drill OUT="$1" STEPS="$2" NAME="rebuild-$1" NAMES=letters \
     bash "$HERE/balanced-long-stage.sh"
