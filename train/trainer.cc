@@ -48,6 +48,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (options.out.empty() || options.stages.empty()) {
     return absl::InvalidArgumentError("--out and --stages are required");
   }
+  // Each is a step count the trainer divides by (step % every): 0 would crash the run.
+  for (const auto& [flag, every] :
+       {std::pair<const char*, int64_t>{"eval_every", options.eval_every},
+        {"save_every", options.save_every},
+        {"centroid_every", options.centroid_every},
+        {"log_every", options.log_every}}) {
+    if (every < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " must be at least 1 step (got ", every, ")"));
+    }
+  }
   std::unique_ptr<Trainer> t(new Trainer(options));
   at::set_num_threads(options.threads);
   at::manual_seed(options.seed);

@@ -89,6 +89,15 @@ if "$build/train/longqa-train" --init_model "$work/nka" --out "$work/nka-ckpt" \
 fi
 grep -q "has N, K or I layers, which longqa serves but does not train" "$work/log" \
   || fail "no message naming the layer types"
+# A step interval of 0 (the trainer takes step % interval) is refused with a message naming the
+# flag, nothing written; it crashed the trainer with SIGFPE before.
+for flag in eval_every save_every centroid_every log_every; do
+  if "${train[@]}" --out "$work/zero-ckpt" --steps 1 --"$flag" 0 >"$work/log" 2>&1; then
+    fail "--$flag 0 did not fail"
+  fi
+  grep -qF -- "--$flag must be at least 1 step (got 0)" "$work/log" || fail "no message for --$flag 0"
+  [ ! -e "$work/zero-ckpt" ] || fail "--$flag 0 wrote a checkpoint"
+done
 # --time_limit_s: a clean stop after the step that passes it, with a checkpoint to resume from.
 "${train[@]}" --steps 100 --time_limit_s 0.001 >"$work/log" 2>&1 || fail "time-limited run exited $?"
 grep -q "time limit 0 s reached at step 7" "$work/log" || fail "no time-limit stop at step 7"
