@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by run.sh, hop-long-stage.sh, balanced.sh and company_margins.sh: a model served with every answer forced
-# (ship_model.py --null_threshold=-1000) and scored by tools/eval_demo.sh. Reads the caller's W.
+# Sourced by run.sh, hop-long-stage.sh, balanced.sh and company_margins.sh: a model served with
+# every answer forced (ship_model.py --null_threshold=-1000) and scored by tools/eval_demo.sh.
+# Reads the caller's W.
 score() {  # gold set, output folder, name: the folder W/forced/<name>, every answer forced
   [[ -s "$2/$3.txt" ]] && return  # scored in an earlier run (eval_demo.sh names a finished report)
   THREADS=2 EVAL_FLAGS="--timeout_s=900" tools/eval_demo.sh "$1" "$2" "$W/forced/$3"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Keeps a stage of rebuild.sh's chain past the checkout: build/ does not survive a new one, and
-# sessions 54 and 57 lost every model of their chains with it. Ships W/<folder> in bf16 (weights,
+# the chains of sessions 50, 54 and 57 were lost with it. Ships W/<folder> in bf16 (weights,
 # centroids, config, tokenizer; no optimizer state: half the bytes of fp32, 45 MB) into
 # models/checkpoints/cluster_former_minilm with a `stage` file naming it; rebuild.sh then starts
 # from there instead of training the stages up to it again. The next stage starts from weights
