@@ -5,7 +5,8 @@
 # models/checkpoints/cluster_former_minilm with a `stage` file naming it; rebuild.sh then starts
 # from there instead of training the stages up to it again. The next stage starts from weights
 # rounded to bf16 and a fresh optimizer: not the same run as the chain in one go.
-# Usage: persist.sh STAGE   (1 drill, 2 lds, 3 lds300, 4 hls; env W, default build/cf-r10)
+# Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls; env W, default build/cf-r10). Not 2: stage
+# 3 resumes stage 2's run, which needs the optimizer state a kept stage lacks.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -13,6 +14,10 @@ W="${W:-build/cf-r10}"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
 source "$HERE/stages.sh"
 stage="$1" folder="${STAGE_FOLDERS[$1]}"
+if [[ $stage == 2 ]]; then
+  echo "persist.sh: stage 2 (lds) is continued by resuming its run; keep stage 1, 3 or 4" >&2
+  exit 2
+fi
 P=models/checkpoints/cluster_former_minilm
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
   "$W/$folder/trainer_state.json"
