@@ -14,7 +14,9 @@
 # Then score_model.sh: threshold calibrated on the first 100 8k-32k dev documents, the 200 test
 # documents served, every answer forced. Results beside this script as letters-drill-*.
 # Env: W (work folder, default build/cf-r10), NAME (the results' name, default letters-drill),
-# TRAIN_ONLY=1 (stop once the drill is trained: rebuild.sh).
+# TRAIN_ONLY=1 (stop once the drill is trained: rebuild.sh); gpu_chain.sh's: DRILL_STEPS (default
+# 1000), DRILL_STAGE_STEPS (the 220-600 stage's, default 550), DRILL_EXAMPLES (default 4000),
+# THREADS (default 2), and DEVICE and TRAIN_FLAGS as tools/train_minilm_drill.sh reads them.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -25,13 +27,14 @@ if [[ ! -s $W/init-k256/model.safetensors ]]; then
   rm -rf $W/init-k256 && cp -r $W/init $W/init-k256
   .venv/bin/python "$HERE/zero_centroids.py" $W/init-k256 256
 fi
-steps=1000
+steps=${DRILL_STEPS:-1000}
 done_steps=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' \
   $W/init-k256-drill/trainer_state.json 2>/dev/null || echo 0)
 ((done_steps >= steps)) ||
-  env WORK=$W THREADS=2 NAMES=letters UNANSWERABLE=attributes \
+  env WORK=$W THREADS="${THREADS:-2}" NAMES=letters UNANSWERABLE=attributes \
     KINDS=two_hop,two_hop,two_hop,two_hop,one_hop,yes_no,unanswerable \
-    LENGTHS=220-600/600-2000 STAGE_STEPS=550 STEPS=$steps EXAMPLES=4000 EVAL_EVERY=250 \
+    LENGTHS=220-600/600-2000 STAGE_STEPS="${DRILL_STAGE_STEPS:-550}" STEPS="$steps" \
+    EXAMPLES="${DRILL_EXAMPLES:-4000}" EVAL_EVERY=250 \
     tools/train_minilm_drill.sh init-k256
 cp $W/init-k256-drill.log "$HERE/$NAME-train.log"
 [[ -z "${TRAIN_ONLY:-}" ]] || exit 0
