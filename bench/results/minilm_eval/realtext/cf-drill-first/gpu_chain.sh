@@ -13,8 +13,10 @@
 # LDS (the balanced stage's steps), LDS2 (resumed to this many steps, as stage 3 resumes stage 2;
 # equal to LDS: no second run), HOP, BALANCED, SEED (hop-long-stage.sh). Defaults: the CPU chain's
 # (1000, 550, 4000, 150, 300, 110, 70, 58).
+# The GPU checks (tests/gpu/run_prebuilt.sh: kernels and engine on CUDA against the CPU, encoder
+# bench, server) run first, about a minute, when the package has them.
 # Env: TRAIN_S (seconds from the start by which every chain stops training: each stage gets what
-# is left as longqa-train --time_limit_s, and one with under 15 s left is skipped; default 330),
+# is left as longqa-train --time_limit_s, and one with under 15 s left is skipped; default 390),
 # SCORE_S (seconds after that for scoring, default 150), DEVICE (default cuda; cpu to rehearse),
 # THREADS (a chain's CPU threads, default 6), PYTHON (the python with torch, default python3),
 # EVAL_ROWS (score only the first N documents of each set: a rehearsal on a CPU).
@@ -26,7 +28,7 @@ out="$(mkdir -p "$3" && cd "$3" && pwd)"
 shift 3
 logs="$(mktemp -d)"  # packed into OUT/logs.tar.xz at the end: OUT holds at most 6 files
 export DEVICE="${DEVICE:-cuda}" THREADS="${THREADS:-6}"
-TRAIN_S="${TRAIN_S:-330}" SCORE_S="${SCORE_S:-150}"
+TRAIN_S="${TRAIN_S:-390}" SCORE_S="${SCORE_S:-150}"
 summary="$out/summary.txt"
 note() { echo "[$SECONDS s] $*" | tee -a "$summary"; }
 # shellcheck source=tests/gpu/prebuilt_env.sh
@@ -48,12 +50,11 @@ printf '#!/bin/sh\nexec "%s" "$@"\n' "$(command -v "$py")" > .venv/bin/python
 chmod +x .venv/bin/python
 [[ -s models/demo/model.safetensors ]] || { mkdir -p models && tar -C models -xJf "$demo"; }
 note "longqa $(cat "$pkg/commit.txt"), device $DEVICE, $(nproc) cores"
-for check in kernels_test gpu_engine_test; do  # the CUDA checks, where the package has them
-  [[ -x $pkg/bin/$check ]] || continue
-  timeout 120 env LD_LIBRARY_PATH="$libs" "$pkg/bin/$check" --gtest_brief=1 \
-    > "$logs/$check.txt" 2>&1
-  note "$check: exit $? ($(grep -c '^\[  FAILED' "$logs/$check.txt") failed)"
-done
+if [[ -x $pkg/bin/kernels_test ]]; then  # a CUDA package: the GPU checks first, on an idle GPU
+  timeout 150 bash tests/gpu/run_prebuilt.sh "$pkgtar" "$logs/checks" > "$logs/checks.log" 2>&1
+  note "tests/gpu/run_prebuilt.sh: exit $?"
+  sed 's/^/  /' "$logs/checks/summary.txt" >> "$summary"
+fi
 
 chain() {  # name, settings: the four stages in build/gpu-<name>, then served on dev and test
   local name="$1" kv
