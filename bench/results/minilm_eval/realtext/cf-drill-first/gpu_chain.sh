@@ -6,15 +6,17 @@
 # long + short F1 comes back in bf16 (persist.sh's form, `stage` file "4 hls"), xz'd in 15 MiB
 # parts (the tool returns files of 16 MiB at most, and 8 files); every log and report in
 # logs.tar.xz, the timeline in summary.txt.
-# Runs THERE, from tests/gpu/stage_prebuilt.sh's tarball and models/demo packed with xz (the
-# chain starts from it; models/ as a whole is too big to travel):
-#   gpu_chain.sh longqa-gpu.tar.xz demo.tar.xz OUT SPEC...
+# Runs THERE, from tests/gpu/stage_prebuilt.sh's tarball and a start packed with xz (models/ as a
+# whole is too big to travel): models/demo (`tar -C models -cJf demo.tar.xz demo`: the chain from
+# its drill) or a model this script returned (its parts joined: the stages after it, from its
+# weights in fp32, as rebuild.sh restores a kept stage; set LDS=0 or HOP=0 to skip a stage):
+#   gpu_chain.sh longqa-gpu.tar.xz START.tar.xz OUT SPEC...
 # SPEC: name:KEY=V,KEY=V,... with DRILL_STEPS, DRILL_STAGE_STEPS, DRILL_EXAMPLES (letters-drill.sh),
 # LDS (the balanced stage's steps), LDS2 (resumed to this many steps, as stage 3 resumes stage 2;
 # equal to LDS: no second run), HOP, BALANCED, SEED (hop-long-stage.sh). Defaults: the CPU chain's
 # (1000, 550, 4000, 150, 300, 110, 70, 58).
 # The GPU checks (tests/gpu/run_prebuilt.sh: kernels and engine on CUDA against the CPU, encoder
-# bench, server) run first, about a minute, when the package has them.
+# bench, server) run first, about a minute, when the package has them (CHECKS=0: not).
 # Env: TRAIN_S (seconds from the start by which every chain stops training: each stage gets what
 # is left as longqa-train --time_limit_s, and one with under 15 s left is skipped; default 390),
 # SCORE_S (seconds after that for scoring, default 150), DEVICE (default cuda; cpu to rehearse),
@@ -23,7 +25,7 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.." || exit
-pkgtar="$(realpath "$1")" demo="$(realpath "$2")"
+pkgtar="$(realpath "$1")" start="$(realpath "$2")"
 out="$(mkdir -p "$3" && cd "$3" && pwd)"
 shift 3
 logs="$(mktemp -d)"  # packed into OUT/logs.tar.xz at the end: OUT holds at most 6 files
@@ -48,9 +50,17 @@ done
 mkdir -p .venv/bin
 printf '#!/bin/sh\nexec "%s" "$@"\n' "$(command -v "$py")" > .venv/bin/python
 chmod +x .venv/bin/python
-[[ -s models/demo/model.safetensors ]] || { mkdir -p models && tar -C models -xJf "$demo"; }
+from="$(mktemp -d)"
+tar -C "$from" -xJf "$start"
+if [[ -d $from/demo ]]; then  # models/demo: the chain from its beginning
+  [[ -s models/demo/model.safetensors ]] || { mkdir -p models && cp -r "$from/demo" models/; }
+  from=""
+else
+  from="$from/cluster_former_minilm"
+  note "starting from a returned model: $(cat "$from/stage")"
+fi
 note "longqa $(cat "$pkg/commit.txt"), device $DEVICE, $(nproc) cores"
-if [[ -x $pkg/bin/kernels_test ]]; then  # a CUDA package: the GPU checks first, on an idle GPU
+if [[ ${CHECKS:-1} == 1 && -x $pkg/bin/kernels_test ]]; then  # a CUDA package: the checks first
   timeout 150 bash tests/gpu/run_prebuilt.sh "$pkgtar" "$logs/checks" > "$logs/checks.log" 2>&1
   note "tests/gpu/run_prebuilt.sh: exit $?"
   sed 's/^/  /' "$logs/checks/summary.txt" >> "$summary"
@@ -76,8 +86,17 @@ chain() {  # name, settings: the four stages in build/gpu-<name>, then served on
     note "$name $label: exit $rc in $((SECONDS - t0)) s"
     return $rc
   }
-  stage drill letters-drill.sh NAME="gpu-$name-drill" && last=init-k256-drill
-  if [[ -n $last ]]; then
+  if [[ -n $from ]]; then  # the data the skipped stages make, and the start in fp32
+    {
+      NO_INIT=1 PREPARE_ONLY=1 bash bench/results/minilm_eval/realtext/cf-from-round6/run.sh
+      DATA_ONLY=1 bash "$HERE/balanced-long-stage.sh"
+      "$py" tools/ship_model.py "$from" "$W/from" --dtype f32
+    } > "$logs/$name-data.log" 2>&1 && last=from
+    note "$name: data and start made (${last:-failed})"
+  else
+    stage drill letters-drill.sh NAME="gpu-$name-drill" && last=init-k256-drill
+  fi
+  if [[ -n $last ]] && ((lds > 0)); then
     stage lds balanced-long-stage.sh START="$W/$last" OUT=lds STEPS="$lds" NAME="gpu-$name-lds" &&
       last=lds
   fi
@@ -86,14 +105,15 @@ chain() {  # name, settings: the four stages in build/gpu-<name>, then served on
     stage lds2 balanced-long-stage.sh START="$W/init-k256-drill" OUT=lds2 STEPS="$lds2" \
       NAME="gpu-$name-lds2" && last=lds2
   fi
-  if [[ $last == lds* ]]; then
+  if [[ $last == lds* || $last == from ]] && ((${HOP:-110} > 0)); then
     stage hls hop-long-stage.sh START="$W/$last" OUT=hls NAME="gpu-$name-hls" && last=hls
   fi
   [[ -n $last ]] || return
   echo "$last" > "$W/last"
-  local step
-  step=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' \
-    "$W/$last/trainer_state.json")
+  local step="the start's"  # a start folder made from a returned model has no trainer state
+  [[ ! -s $W/$last/trainer_state.json ]] ||
+    step=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' \
+      "$W/$last/trainer_state.json")
   note "$name: trained through $last, step $step"
   if [[ -n ${EVAL_ROWS:-} ]]; then  # a rehearsal: the first rows of each set only
     for gold in "$W/long100.jsonl" "$W/data/long/test.jsonl"; do
@@ -105,6 +125,8 @@ chain() {  # name, settings: the four stages in build/gpu-<name>, then served on
     bash "$HERE/score_model.sh" "gpu-$name" "$W/$last" > "$logs/$name-score.log" 2>&1
   note "$name scored: exit $? in $((SECONDS - t0)) s"
   sed -n 2p "$HERE/gpu-$name-calib-long100.txt" 2>/dev/null | tee -a "$summary"
+  cp "$W/eval/calib/tl-gpu-$name.predictions.json" "$logs/gpu-$name-calib.predictions.json"
+  cp "$W/eval/test/ship-gpu-$name.predictions.json" "$logs/gpu-$name-test.predictions.json"
 }
 names=()
 for spec in "$@"; do
@@ -125,9 +147,9 @@ for name in "${names[@]}"; do
 done
 cp "$HERE"/gpu-* "$logs/"
 tar -C "$logs" -cJf "$out/logs.tar.xz" .
-if [[ -n $best ]]; then
-  W=build/gpu-$best
-  folder=$(cat "$W/last")
+W=build/gpu-$best
+folder=$(cat "$W/last" 2>/dev/null)
+if [[ -n $best && $folder != from ]]; then
   keep="$(mktemp -d)/cluster_former_minilm"
   "$py" tools/ship_model.py "$W/$folder" "$keep" --dtype bf16 --answer_score=type+long > /dev/null
   echo "4 $folder gpu-$best" > "$keep/stage"
@@ -136,5 +158,5 @@ if [[ -n $best ]]; then
   parts=("$out"/model-*.part-*)
   note "returned: gpu-$best ($folder; dev long + short F1 $best_f1), ${#parts[@]} parts"
 else
-  note "no variant was scored; no model returned"
+  note "no model returned (best on dev: ${best:-none scored} ${folder:+, $folder})"
 fi

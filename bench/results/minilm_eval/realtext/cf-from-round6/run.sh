@@ -10,7 +10,8 @@
 # answer forced and the margins per kind and phrasing (margins.py).
 # Env (session 52's cf-drill-first/run.sh): W (the work folder, default build/cf-r8), START (the
 # model the 600 steps start from, default W/init), MIX_EXTRA (more mix_sets.py rows, e.g.
-# "h2/train:h2-:0:100" from W/data), PREPARE_ONLY=1 (stop once the data and W/init are made).
+# "h2/train:h2-:0:100" from W/data), PREPARE_ONLY=1 (stop once the data and W/init are made),
+# NO_INIT=1 (no W/init: the data alone, for a chain that starts from a later model; gpu_chain.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 W="${W:-build/cf-r8}"
@@ -40,7 +41,7 @@ with open(sys.argv[2], "w") as out:
             out.write(line)
 PY
 # The start: round 6 in fp32 with two cluster layers and zero centroids.
-if [[ ! -s $W/init/model.safetensors ]]; then
+if [[ -z ${NO_INIT:-} && ! -s $W/init/model.safetensors ]]; then
   $PY tools/ship_model.py models/demo $W/init --dtype f32
   $PY - $W/init <<'PY'
 import json, sys, torch
