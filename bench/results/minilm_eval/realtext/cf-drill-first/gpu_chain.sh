@@ -3,9 +3,10 @@
 # lent GPU, several variants side by side, each in its own work folder build/gpu-<name>, then each
 # served as it would ship (score_model.sh SERVED_ONLY=1, the server on the GPU: threshold on the
 # first 100 8k-32k dev documents, the 200 test documents at it). The variant with the best dev
-# long + short F1 comes back in bf16 (persist.sh's form, `stage` file "4 hls"), xz'd in 15 MiB
-# parts (the tool returns files of 16 MiB at most, and 8 files); every log and report in
-# logs.tar.xz, the timeline in summary.txt.
+# long + short F1 comes back in bf16 (persist.sh's form, its `stage` file naming the last stage
+# trained: "4 hls gpu-<name>" when every stage ran), xz'd in 15 MiB parts (the tool returns files
+# of 16 MiB at most, and 8 files); every log and report in logs.tar.xz, the timeline in
+# summary.txt.
 # Runs THERE, from tests/gpu/stage_prebuilt.sh's tarball and a start packed with xz (models/ as a
 # whole is too big to travel): models/demo (`tar -C models -cJf demo.tar.xz demo`: the chain from
 # its drill) or a model this script returned (its parts joined: the stages after it, from its
@@ -145,18 +146,23 @@ for name in "${names[@]}"; do
   [[ -n $f1 ]] || continue
   if awk -v a="$f1" -v b="$best_f1" 'BEGIN {exit !(a > b)}'; then best=$name best_f1=$f1; fi
 done
-cp "$HERE"/gpu-* "$logs/"
+for name in "${names[@]}"; do cp "$HERE/gpu-$name"-* "$logs/" 2>/dev/null; done
 tar -C "$logs" -cJf "$out/logs.tar.xz" .
 W=build/gpu-$best
 folder=$(cat "$W/last" 2>/dev/null)
 if [[ -n $best && $folder != from ]]; then
   keep="$(mktemp -d)/cluster_former_minilm"
   "$py" tools/ship_model.py "$W/$folder" "$keep" --dtype bf16 --answer_score=type+long > /dev/null
-  echo "4 $folder gpu-$best" > "$keep/stage"
+  # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
+  source "$HERE/stages.sh"  # STAGE_FOLDERS: the stage each folder ends (lds2 is stage 3's)
+  for stage in 1 2 3 4; do
+    [[ ${STAGE_FOLDERS[$stage]} != "${folder/lds2/lds300}" ]] || break
+  done
+  echo "$stage $folder gpu-$best" > "$keep/stage"
   tar -C "$(dirname "$keep")" -cf - cluster_former_minilm | xz -T0 -6 |
     split -b 15M - "$out/model-gpu-$best.tar.xz.part-"
   parts=("$out"/model-*.part-*)
   note "returned: gpu-$best ($folder; dev long + short F1 $best_f1), ${#parts[@]} parts"
 else
-  note "no model returned (best on dev: ${best:-none scored} ${folder:+, $folder})"
+  note "no model returned (best on dev: ${best:-none scored}${folder:+, $folder})"
 fi
