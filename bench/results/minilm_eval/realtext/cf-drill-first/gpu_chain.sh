@@ -97,13 +97,14 @@ chain() {  # name, settings: the four stages in build/gpu-<name>, then served on
   else
     stage drill letters-drill.sh NAME="gpu-$name-drill" && last=init-k256-drill
   fi
+  local lds_start="$W/$last"  # the drill, or the returned model in fp32
   if [[ -n $last ]] && ((lds > 0)); then
-    stage lds balanced-long-stage.sh START="$W/$last" OUT=lds STEPS="$lds" NAME="gpu-$name-lds" &&
-      last=lds
+    stage lds balanced-long-stage.sh START="$lds_start" OUT=lds STEPS="$lds" \
+      NAME="gpu-$name-lds" && last=lds
   fi
   if [[ $last == lds ]] && ((lds2 > lds)); then
-    cp -r "$W/lds" "$W/lds2"  # resumed at step LDS: stage 3 of rebuild.sh
-    stage lds2 balanced-long-stage.sh START="$W/init-k256-drill" OUT=lds2 STEPS="$lds2" \
+    cp -r "$W/lds" "$W/lds2"  # resumed from its checkpoint at step LDS: rebuild.sh's stage 3
+    stage lds2 balanced-long-stage.sh START="$lds_start" OUT=lds2 STEPS="$lds2" \
       NAME="gpu-$name-lds2" && last=lds2
   fi
   if [[ $last == lds* || $last == from ]] && ((${HOP:-110} > 0)); then
