@@ -17,7 +17,9 @@
 # table's header, config.json table_header_tokens), SETS (the test sets scored, default all six,
 # and the table dev set), CALIB (the calibration set: calib3, the prose round's, by default;
 # calib5: calib3 and prose-long's dev split, 150 real documents of 4k-32k words, unanswerable
-# questions among them), NULL_BANDS (tools/ship_realtext_round.sh))
+# questions among them), NULL_BANDS (tools/ship_realtext_round.sh), DATA_ONLY (make the data sets,
+# mixes and calibration sets, and stop: e.g. to score another model on the same sets with
+# tools/ship_realtext_round.sh))
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -45,6 +47,7 @@ if [[ ! -s "$DATA/mix4/dev.jsonl" ]]; then
     s1/dev:s1-:0:40
 fi
 [[ -s "$DATA/calib5.jsonl" ]] || mix calib5.jsonl calib3::0: prose-long/dev:prose-long-:0:
+[[ -z "${DATA_ONLY:-}" ]] || exit 0
 init="$FROM"
 if [[ "${TABLE_HEADER_TOKENS:-0}" != 0 ]]; then
   init="$WORK/init"

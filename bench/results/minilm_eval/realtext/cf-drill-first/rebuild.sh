@@ -6,17 +6,20 @@
 #      layer, 1,000 steps of 220-2,000 tokens) -> W/init-k256-drill;
 #   2. 150 balanced long steps with letter names (balanced-long-stage.sh) -> W/lds;
 #   3. 150 more, resumed from step 150 as session 56 did -> W/lds300;
-#   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls.
+#   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls;
+#   5. (session 60) a real-English round: round 6's mix and settings (tools/train_minilm_tables.sh,
+#      900 steps at lr 2e-5; it makes its data in W/realtext/data and, once trained, scores the
+#      round on the real-English and generated test sets in W/realtext/eval) -> W/realtext/round.
 # Each stage resumes where a stopped run left it and is skipped once finished. The logs land beside
 # this script as rebuild-*-train.log (the first runs' logs stay as they were). To keep a stage past
 # the checkout (build/ does not survive one), ship it in bf16 into models/checkpoints/ (persist.sh);
 # this script then starts after that stage, from its weights in fp32.
-# Env W (default build/cf-r10), LAST (the last stage to train, 1-4, default 4).
+# Env W (default build/cf-r10), LAST (the last stage to train, 1-5, default 5).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
 export W="${W:-build/cf-r10}" TRAIN_ONLY=1
-LAST="${LAST:-4}"
+LAST="${LAST:-5}"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
 source "$HERE/stages.sh"
 P=models/checkpoints/cluster_former_minilm
@@ -37,7 +40,12 @@ balanced() {  # output folder, steps
 }
 ((kept >= 2)) || balanced lds 150
 ((LAST >= 3)) || exit 0
-[[ -d $W/lds300 ]] || cp -r "$W/lds" "$W/lds300"
-((kept >= 3)) || balanced lds300 300
-((LAST >= 4 && kept < 4)) || exit 0
-START=$W/lds300 OUT=hls NAME=rebuild-hls bash "$HERE/hop-long-stage.sh"
+if ((kept < 3)); then  # a kept stage 3 or later has no W/lds to resume
+  [[ -d $W/lds300 ]] || cp -r "$W/lds" "$W/lds300"
+  balanced lds300 300
+fi
+((LAST >= 4)) || exit 0
+((kept >= 4)) || START=$W/lds300 OUT=hls NAME=rebuild-hls bash "$HERE/hop-long-stage.sh"
+((LAST >= 5 && kept < 5)) || exit 0
+TABLES=4000 STEPS=900 LONG_TABLES=0.6 TABLE_HEADER_TOKENS=32 CALIB=calib5 BY_MEANING=0.3 \
+  tools/train_minilm_tables.sh "$W/hls" "$W/realtext"
