@@ -19,7 +19,10 @@
 # calib5: calib3 and prose-long's dev split, 150 real documents of 4k-32k words, unanswerable
 # questions among them), NULL_BANDS (tools/ship_realtext_round.sh), DATA_ONLY (make the data sets,
 # mixes and calibration sets, and stop: e.g. to score another model on the same sets with
-# tools/ship_realtext_round.sh))
+# tools/ship_realtext_round.sh), TRAIN_ONLY (train and stop: no threshold, folder or scores; with
+# WORK/data/mix4 in place, e.g. unpacked on a machine that lacks this one's man pages and READMEs,
+# no data is made), DEVICE (the trainer's, default cpu), TRAIN_FLAGS (more longqa-train flags, e.g.
+# --time_limit_s=300))
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -29,30 +32,37 @@ PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 export THREADS="${THREADS:-2}"  # the scoring (eval_demo.sh) too, not only the trainer
 DATA="$WORK/data"
 
-PROSE=1 DATA_ONLY=1 PYTHON="$PYTHON" "$ROOT/tools/train_minilm_realtext.sh" "$FROM" "$WORK"
-if [[ ! -s "$DATA/tables/train.jsonl" ]]; then
-  mapfile -d '' docs < "$DATA/prose-files"  # the prose set's files host the tables
-  "$PYTHON" "$ROOT/tools/make_table_dataset.py" --out "$DATA/tables" --seed 17 \
-    --train "${TABLES:-1500}" --dev 100 --test 0 --long_tables "${LONG_TABLES:-0}" \
-    --by_meaning "${BY_MEANING:-0}" "${docs[@]}"
-fi
-# The mix: every prose question, the tables, and man-page and synthetic rows (some seen in the
-# rounds before: replayed so that their skills stay).
-mix() { "$PYTHON" "$ROOT/tools/mix_sets.py" "$DATA" "$@"; }
-if [[ ! -s "$DATA/mix4/dev.jsonl" ]]; then
-  mix mix4/train.jsonl --seed 14 prose/train:prose-:0: tables/train:table-:0: \
-    man/train:man-:6800:7600 man-md/train:md-:5200:6000 s1/train:s1-:4800:6000 \
-    s2/train:s2-:3200:4000
-  mix mix4/dev.jsonl --seed 3 prose/dev:prose-:0:60 tables/dev:table-:0:40 man-md/dev:md-:0:40 \
-    s1/dev:s1-:0:40
-fi
-[[ -s "$DATA/calib5.jsonl" ]] || mix calib5.jsonl calib3::0: prose-long/dev:prose-long-:0:
+make_data() {
+  PROSE=1 DATA_ONLY=1 PYTHON="$PYTHON" "$ROOT/tools/train_minilm_realtext.sh" "$FROM" "$WORK"
+  if [[ ! -s "$DATA/tables/train.jsonl" ]]; then
+    mapfile -d '' docs < "$DATA/prose-files"  # the prose set's files host the tables
+    "$PYTHON" "$ROOT/tools/make_table_dataset.py" --out "$DATA/tables" --seed 17 \
+      --train "${TABLES:-1500}" --dev 100 --test 0 --long_tables "${LONG_TABLES:-0}" \
+      --by_meaning "${BY_MEANING:-0}" "${docs[@]}"
+  fi
+  # The mix: every prose question, the tables, and man-page and synthetic rows (some seen in the
+  # rounds before: replayed so that their skills stay).
+  mix() { "$PYTHON" "$ROOT/tools/mix_sets.py" "$DATA" "$@"; }
+  if [[ ! -s "$DATA/mix4/dev.jsonl" ]]; then
+    mix mix4/train.jsonl --seed 14 prose/train:prose-:0: tables/train:table-:0: \
+      man/train:man-:6800:7600 man-md/train:md-:5200:6000 s1/train:s1-:4800:6000 \
+      s2/train:s2-:3200:4000
+    mix mix4/dev.jsonl --seed 3 prose/dev:prose-:0:60 tables/dev:table-:0:40 man-md/dev:md-:0:40 \
+      s1/dev:s1-:0:40
+  fi
+  [[ -s "$DATA/calib5.jsonl" ]] || mix calib5.jsonl calib3::0: prose-long/dev:prose-long-:0:
+}
+# TRAIN_ONLY with the round's mix in place: nothing to make (nor the sources to make it from).
+[[ -n "${TRAIN_ONLY:-}" && -s "$DATA/mix4/dev.jsonl" ]] || make_data
 [[ -z "${DATA_ONLY:-}" ]] || exit 0
 init="$FROM"
 if [[ "${TABLE_HEADER_TOKENS:-0}" != 0 ]]; then
   init="$WORK/init"
   if [[ ! -s "$init/config.json" ]]; then
-    mkdir -p "$init" && cp "$FROM"/* "$init/"
+    # The model's files only: a trainer's folder also holds its optimizer state and stage folders.
+    mkdir -p "$init"
+    find "$FROM" -maxdepth 1 -type f ! -name optimizer.safetensors ! -name trainer_state.json \
+      -exec cp -t "$init/" {} +
     "$PYTHON" - "$init/config.json" "$TABLE_HEADER_TOKENS" <<'PY'
 import json, sys
 config = json.load(open(sys.argv[1]))
@@ -62,10 +72,13 @@ PY
   fi
 fi
 
+# shellcheck disable=SC2086  # TRAIN_FLAGS: a word list
 stdbuf -oL "$BUILD/train/longqa-train" --init_model "$init" --out "$WORK/round" \
   --stages "$DATA/mix4/train.jsonl" --stage_dev "$DATA/mix4/dev.jsonl" --steps "${STEPS:-600}" \
   --lr 2e-5 --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
-  --eval_examples 90 --save_every 50 --threads "$THREADS" --device cpu >> "$WORK/round.log" 2>&1
+  --eval_examples 90 --save_every 50 --threads "$THREADS" --device "${DEVICE:-cpu}" \
+  ${TRAIN_FLAGS:-} >> "$WORK/round.log" 2>&1
+[[ -z "${TRAIN_ONLY:-}" ]] || exit 0
 
 # shellcheck disable=SC2086  # SETS: a word list
 "$ROOT/tools/ship_realtext_round.sh" "$WORK/round" "$DATA/${CALIB:-calib3}.jsonl" "$WORK/eval" \

@@ -14,8 +14,10 @@
 #   gpu_chain.sh longqa-gpu.tar.xz START.tar.xz OUT SPEC...
 # SPEC: name:KEY=V,KEY=V,... with DRILL_STEPS, DRILL_STAGE_STEPS, DRILL_EXAMPLES (letters-drill.sh),
 # LDS (the balanced stage's steps), LDS2 (resumed to this many steps, as stage 3 resumes stage 2;
-# equal to LDS: no second run), HOP, BALANCED, SEED (hop-long-stage.sh). Defaults: the CPU chain's
-# (1000, 550, 4000, 150, 300, 110, 70, 58).
+# equal to LDS: no second run), HOP, BALANCED, SEED (hop-long-stage.sh), REPLAY (the steps of a
+# real-English round after them, replay-stage.sh: the chain's stage 5; it needs env REALTEXT, the
+# round's mix packed here). Defaults: the CPU chain's (1000, 550, 4000, 150, 300, 110, 70, 58, and
+# REPLAY 0: none).
 # The GPU checks (tests/gpu/run_prebuilt.sh: kernels and engine on CUDA against the CPU, encoder
 # bench, server) run first, about a minute, when the package has them (CHECKS=0: not).
 # Env: TRAIN_S (seconds from the start by which every chain stops training: each stage gets what
@@ -110,6 +112,10 @@ chain() {  # name, settings: the four stages in build/gpu-<name>, then served on
   if [[ $last == lds* || $last == from ]] && ((${HOP:-110} > 0)); then
     stage hls hop-long-stage.sh START="$W/$last" OUT=hls NAME="gpu-$name-hls" && last=hls
   fi
+  if [[ -n $last ]] && ((${REPLAY:-0} > 0)); then
+    stage replay replay-stage.sh START="$W/$last" STEPS="$REPLAY" && last=realtext/round
+    cp "$W/realtext/round.log" "$logs/gpu-$name-replay-train.log" 2>/dev/null
+  fi
   [[ -n $last ]] || return
   echo "$last" > "$W/last"
   local step="the start's"  # a start folder made from a returned model has no trainer state
@@ -156,7 +162,7 @@ if [[ -n $best && $folder != from ]]; then
   "$py" tools/ship_model.py "$W/$folder" "$keep" --dtype bf16 --answer_score=type+long > /dev/null
   # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
   source "$HERE/stages.sh"  # STAGE_FOLDERS: the stage each folder ends (lds2 is stage 3's)
-  for stage in 1 2 3 4; do
+  for stage in 1 2 3 4 5; do
     [[ ${STAGE_FOLDERS[$stage]} != "${folder/lds2/lds300}" ]] || break
   done
   echo "$stage $folder gpu-$best" > "$keep/stage"

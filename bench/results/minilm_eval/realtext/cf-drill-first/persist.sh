@@ -5,8 +5,9 @@
 # models/checkpoints/cluster_former_minilm with a `stage` file naming it; rebuild.sh then starts
 # from there instead of training the stages up to it again. The next stage starts from weights
 # rounded to bf16 and a fresh optimizer: not the same run as the chain in one go.
-# Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls, 5 the real-English round; env W, default build/cf-r10). Not 2: stage
-# 3 resumes stage 2's run, which needs the optimizer state a kept stage lacks.
+# Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls, 5 the real-English round; env W, default
+# build/cf-r10). Not 2: stage 3 resumes stage 2's run, which needs the optimizer state a kept stage
+# lacks.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."

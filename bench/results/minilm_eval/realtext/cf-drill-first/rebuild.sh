@@ -7,9 +7,8 @@
 #   2. 150 balanced long steps with letter names (balanced-long-stage.sh) -> W/lds;
 #   3. 150 more, resumed from step 150 as session 56 did -> W/lds300;
 #   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls;
-#   5. (session 60) a real-English round: round 6's mix and settings (tools/train_minilm_tables.sh,
-#      900 steps at lr 2e-5; it makes its data in W/realtext/data and, once trained, scores the
-#      round on the real-English and generated test sets in W/realtext/eval) -> W/realtext/round.
+#   5. (session 60) a real-English round: round 6's mix and settings (replay-stage.sh: 900 steps
+#      at lr 2e-5; its data in W/realtext/data) -> W/realtext/round.
 # Each stage resumes where a stopped run left it and is skipped once finished. The logs land beside
 # this script as rebuild-*-train.log (the first runs' logs stay as they were). To keep a stage past
 # the checkout (build/ does not survive one), ship it in bf16 into models/checkpoints/ (persist.sh);
@@ -31,7 +30,7 @@ fi
 ((kept >= 1)) || NAME=rebuild-letters-drill bash "$HERE/letters-drill.sh"
 ((LAST >= 2)) || exit 0
 if ((kept >= 1)); then  # the data the skipped stages made: dev sets, test split, balanced mix
-  PREPARE_ONLY=1 bash bench/results/minilm_eval/realtext/cf-from-round6/run.sh
+  NO_INIT=1 PREPARE_ONLY=1 bash bench/results/minilm_eval/realtext/cf-from-round6/run.sh
   DATA_ONLY=1 NAMES=letters bash "$HERE/balanced-long-stage.sh"
 fi
 balanced() {  # output folder, steps
@@ -47,5 +46,5 @@ fi
 ((LAST >= 4)) || exit 0
 ((kept >= 4)) || START=$W/lds300 OUT=hls NAME=rebuild-hls bash "$HERE/hop-long-stage.sh"
 ((LAST >= 5 && kept < 5)) || exit 0
-TABLES=4000 STEPS=900 LONG_TABLES=0.6 TABLE_HEADER_TOKENS=32 CALIB=calib5 BY_MEANING=0.3 \
-  tools/train_minilm_tables.sh "$W/hls" "$W/realtext"
+START=$W/hls bash "$HERE/replay-stage.sh"
+cp "$W/realtext/round.log" "$HERE/rebuild-replay-train.log"
