@@ -22,7 +22,8 @@
 # tools/ship_realtext_round.sh), TRAIN_ONLY (train and stop: no threshold, folder or scores; with
 # WORK/data/mix4 in place, e.g. unpacked on a machine that lacks this one's man pages and READMEs,
 # no data is made), DEVICE (the trainer's, default cpu), TRAIN_FLAGS (more longqa-train flags, e.g.
-# --time_limit_s=300))
+# --time_limit_s=300), MIX (the training mix's folder in WORK/data, default mix4: another mix made
+# beside it, e.g. with long generated rows, trains with TRAIN_ONLY))
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 export BUILD="${BUILD:-$ROOT/build}"
@@ -74,9 +75,9 @@ fi
 
 # shellcheck disable=SC2086  # TRAIN_FLAGS: a word list
 stdbuf -oL "$BUILD/train/longqa-train" --init_model "$init" --out "$WORK/round" \
-  --stages "$DATA/mix4/train.jsonl" --stage_dev "$DATA/mix4/dev.jsonl" --steps "${STEPS:-600}" \
-  --lr 2e-5 --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
-  --eval_examples 90 --save_every 50 --threads "$THREADS" --device "${DEVICE:-cpu}" \
+  --stages "$DATA/${MIX:-mix4}/train.jsonl" --stage_dev "$DATA/mix4/dev.jsonl" \
+  --steps "${STEPS:-600}" --lr 2e-5 --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 \
+  --max_batch 8 --eval_examples 90 --save_every 50 --threads "$THREADS" --device "${DEVICE:-cpu}" \
   ${TRAIN_FLAGS:-} >> "$WORK/round.log" 2>&1
 [[ -z "${TRAIN_ONLY:-}" ]] || exit 0
 

@@ -13,5 +13,7 @@ data="$W/realtext/data"
 if [[ -n ${REALTEXT:-} && ! -s $data/mix4/dev.jsonl ]]; then
   mkdir -p "$data" && tar -C "$data" -xJf "$REALTEXT"
 fi
-TRAIN_ONLY=1 TABLES=4000 STEPS="${STEPS:-900}" LONG_TABLES=0.6 TABLE_HEADER_TOKENS=32 \
-  BY_MEANING=0.3 tools/train_minilm_tables.sh "$START" "$W/realtext"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
+source "$HERE/round6.sh"
+env "${ROUND6[@]}" TRAIN_ONLY=1 STEPS="${STEPS:-900}" tools/train_minilm_tables.sh "$START" \
+  "$W/realtext"

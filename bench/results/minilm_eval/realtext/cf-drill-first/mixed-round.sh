@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Session 61: the real-English round with generated 8k-32k documents in its mix. Session 60's round
+# (replay-stage.sh) lifted the long generated documents at 900 steps and lost them again by 1,800
+# (replay1800): this round keeps them in view. The mix: SHORT rows of round 6's mix (mix4, made
+# as realtext.sh makes it) and LONG generated documents of 8k-32k tokens (tools/make_dataset.py,
+# the long test split's settings, another seed: its train split, so no held-out names or
+# phrasings), shuffled; the round's settings otherwise (tools/train_minilm_tables.sh TRAIN_ONLY,
+# MIX). Then scored as every Cluster-Former since session 54 (score_model.sh, W's long100.jsonl
+# and data/long) and on real English beside models/demo (realtext.sh, in RT's folder).
+# Env START (default the kept model), W (default build/mixed-round; W/data is made or linked by
+# the caller: it needs mix4, long/ and calib5), NAME (default mixed), SHORT (1850), LONG (60),
+# STEPS (900), SEED (make_dataset.py's, 81), RT (realtext.sh's W, default W), THREADS (2).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../../.."
+export W="${W:-build/mixed-round}"  # score_model.sh reads it too
+START="${START:-models/checkpoints/cluster_former_minilm}" NAME="${NAME:-mixed}"
+SHORT="${SHORT:-1850}" LONG="${LONG:-60}" SEED="${SEED:-81}"
+D=$W/data mix=mix-long$LONG-seed$SEED
+[[ -s $D/long-train$SEED/train.jsonl ]] ||
+  python3 tools/make_dataset.py --out "$D/long-train$SEED" --seed "$SEED" --train "$LONG" \
+    --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000
+python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed 27 "mix4/train:r6-:0:$SHORT" \
+  "long-train$SEED/train:long-:0:$LONG"
+cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
+source "$HERE/round6.sh"
+env "${ROUND6[@]}" TRAIN_ONLY=1 MIX=$mix STEPS="${STEPS:-900}" tools/train_minilm_tables.sh \
+  "$START" "$W"
+cp "$W/round.log" "$HERE/$NAME-train.log"
+[[ -s $W/long100.jsonl ]] || head -100 "$D/long/dev.jsonl" > "$W/long100.jsonl"
+"$HERE/score_model.sh" "$NAME" "$W/round"
+round="$W/round"
+W="${RT:-$W}" MODEL="$round" NAME="$NAME" "$HERE/realtext.sh"
