@@ -8,7 +8,8 @@
 # the per-kind tables beside this script as realtext-<model>-<set>.kinds.md.
 # Usage: realtext.sh   (env W: the work folder, default build/realtext-cf; MODEL: the checkpoint
 # scored, default the kept one; NAME: its name in the reports, default cf-kept (session 60 scored
-# bal2, then kept, as cf-bal2); THREADS (2))
+# bal2, then kept, as cf-bal2); THREADS (2); DEMO=0: models/demo not served (its reports beside
+# this script are from an earlier run))
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -23,12 +24,16 @@ source "$HERE/round6.sh"
 env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W"
 tools/ship_realtext_round.sh "$model" "$W/data/calib5.jsonl" \
   "$W/eval" "$W/$name" models/demo "$W/data" "${sets[@]}"
+models=("$name")
+[[ ${DEMO:-1} == 0 ]] || models+=(demo)
 for set in "${sets[@]}"; do
   out="$W/eval/${set//\//-}"
-  [[ -s $out/demo.txt ]] || tools/eval_demo.sh "$W/data/$set.jsonl" "$out" models/demo
-  $PY tools/demo_report.py "$W/data/$set.jsonl" "demo=$out/demo.predictions.json" \
-    > "$out/demo.kinds.md"
-  for m in "$name" demo; do
+  if [[ ${DEMO:-1} != 0 ]]; then
+    [[ -s $out/demo.txt ]] || tools/eval_demo.sh "$W/data/$set.jsonl" "$out" models/demo
+    $PY tools/demo_report.py "$W/data/$set.jsonl" "demo=$out/demo.predictions.json" \
+      > "$out/demo.kinds.md"
+  fi
+  for m in "${models[@]}"; do
     cp "$out/$m.kinds.md" "$HERE/realtext-$m-${set//\//-}.kinds.md"
   done
 done
