@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import re
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "po", "an", "el", "is", "or",
              "un", "bri", "dex", "fol", "gun", "har", "jen", "kor", "lim", "mar", "nol", "pim",
@@ -228,6 +229,22 @@ def distractor(rng, world):
     return rng.choice(templates)
 
 
+def unstate_occupation(paragraphs, question):
+    """The distractor "Stories about a judge named X" states X's occupation: where the question
+    asks one, such stories about its subject say whose stories they are instead, so that an
+    unanswerable question stays unanswerable and a one-hop one has a single answer (session 64).
+    Only these examples change, and no draw is made: every other example stays as it was."""
+    def unstated(text):
+        for occupation in OCCUPATIONS:
+            for name in re.findall(rf"Stories about a {occupation} named (\w+ \w+) ", text):
+                if name in question:
+                    text = text.replace(f"Stories about a {occupation} named {name} ",
+                                        f"Stories about {name}, told by the {occupation}s of the "
+                                        "coast, ")
+        return text
+    return [(unstated(t), a) if t.startswith("Stories about a") else (t, a) for t, a in paragraphs]
+
+
 def pick(rng, phrasings, heldout):
     return rng.choice(phrasings[1] if heldout else phrasings[0])
 
@@ -293,7 +310,11 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
             # session 53): draw the attribute first.
             attribute = rng.choice(sorted({a for _, a in choices}))
             choices = [c for c in choices if c[1] == attribute]
-        question = rng.choice(choices)[0]
+        question, asked = rng.choice(choices)
+        if asked == "occupation":
+            paragraphs = unstate_occupation(paragraphs, question)
+    if kind == "one_hop" and attribute == "occupation":
+        paragraphs = unstate_occupation(paragraphs, question)
 
     texts = [t for t, _ in paragraphs]
     joined_offsets, offset = [], 0

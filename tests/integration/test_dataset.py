@@ -18,6 +18,18 @@ def generate(out, seed, *flags):
             for split in ("train", "dev", "test")}
 
 
+def load_tool():
+    spec = importlib.util.spec_from_file_location("make_dataset", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def template_pattern(template):
+    """A question template ("Where was {p} born?") as a regular expression for its questions."""
+    return re.compile(re.escape(template).replace(r"\{p\}", "(.+)").replace(r"\{o\}", "(.+)") + "$")
+
+
 def test_deterministic_and_seed_dependent(tmp_path):
     a = generate(tmp_path / "a", 1)
     b = generate(tmp_path / "b", 1)
@@ -112,13 +124,8 @@ def test_min_cities_puts_many_country_paragraphs_in_short_documents(tmp_path):
 
 def test_unanswerable_attributes_draws_the_attribute_first(tmp_path):
     # Templates of each unanswerable attribute, as regular expressions over the seen phrasings.
-    spec = importlib.util.spec_from_file_location("make_dataset", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-
-    def pattern(template):
-        return re.compile(re.escape(template).replace(r"\{p\}", ".+").replace(r"\{o\}", ".+") + "$")
-    patterns = {name: [pattern(t) for t in templates[0]]
+    tool = load_tool()
+    patterns = {name: [template_pattern(t) for t in templates[0]]
                 for name, templates in [("absent", tool.ONE_HOP["born_city"]),
                                         ("occupation", tool.ONE_HOP["occupation"]),
                                         ("founded_org", tool.ONE_HOP["founded_org"]),
@@ -144,9 +151,7 @@ def test_unanswerable_attributes_draws_the_attribute_first(tmp_path):
 
 
 def test_names_letters_widens_training_names_and_keeps_the_test_split(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_dataset", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool()
 
     def person_names(examples):  # the capitalised words of the questions but their first
         words = {w for e in examples for w in re.findall(r"\b[A-Z][a-z]+\b", e["question"][1:])}
@@ -162,3 +167,31 @@ def test_names_letters_widens_training_names_and_keeps_the_test_split(tmp_path):
     # No training or dev name is one the test split's syllables could make.
     assert not any(tool.made_of(n.lower(), tool.HELDOUT_SYLLABLES) for n in letter_names)
     assert not person_names(letters["test"]) & letter_names
+
+
+def test_no_paragraph_but_the_gold_one_states_an_occupation(tmp_path):
+    """An unanswerable occupation question has no occupation stated for its person anywhere, and a
+    one-hop one only in its gold paragraph (a distractor once said "a judge named X")."""
+    out = tmp_path / "o"
+    subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "5", "--train", "150",
+                    "--dev", "0", "--test", "150", "--min_tokens", "1500", "--max_tokens", "3000",
+                    "--kinds", "one_hop,unanswerable", "--unanswerable", "attributes"], check=True)
+    tool = load_tool()
+    occupation = "|".join(tool.OCCUPATIONS)
+    asks = [template_pattern(t) for phrasings in tool.ONE_HOP["occupation"] for t in phrasings]
+    checked = {"one_hop": 0, "unanswerable": 0}
+    for split in ("train", "test"):
+        for e in map(json.loads, open(out / f"{split}.jsonl")):
+            name = next((m.group(1) for m in (a.match(e["question"]) for a in asks) if m), None)
+            if name is None:
+                continue
+            stating = [p for p in e["paragraphs"] if name in p and re.search(
+                rf"(\ba|\ban|known) ({occupation})\b|({occupation}) named {name}", p)]
+            if e["kind"] == "unanswerable":
+                assert stating == [], (e["example_id"], e["question"], stating)
+            else:
+                la = e["long_answer"]
+                gold = "\n\n".join(e["paragraphs"]).encode()[la["start_byte"]:la["end_byte"]]
+                assert stating == [gold.decode()], (e["example_id"], e["question"], stating)
+            checked[e["kind"]] += 1
+    assert checked["one_hop"] >= 20 and checked["unanswerable"] >= 10, checked
