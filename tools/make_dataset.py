@@ -229,20 +229,20 @@ def distractor(rng, world):
     return rng.choice(templates)
 
 
+# The distractor that names an occupation beside a person (see unstate_occupation).
+STORY = re.compile(rf"Stories about a ({'|'.join(OCCUPATIONS)}) named (\w+ \w+) ")
+
+
 def unstate_occupation(paragraphs, question):
     """The distractor "Stories about a judge named X" states X's occupation: where the question
     asks one, such stories about its subject say whose stories they are instead, so that an
     unanswerable question stays unanswerable and a one-hop one has a single answer (session 64).
     Only these examples change, and no draw is made: every other example stays as it was."""
-    def unstated(text):
-        for occupation in OCCUPATIONS:
-            for name in re.findall(rf"Stories about a {occupation} named (\w+ \w+) ", text):
-                if name in question:
-                    text = text.replace(f"Stories about a {occupation} named {name} ",
-                                        f"Stories about {name}, told by the {occupation}s of the "
-                                        "coast, ")
-        return text
-    return [(unstated(t), a) if t.startswith("Stories about a") else (t, a) for t, a in paragraphs]
+    def reword(m):
+        occupation, name = m.groups()
+        return f"Stories about {name}, told by the {occupation}s of the coast, " \
+            if name in question else m[0]
+    return [(STORY.sub(reword, t), a) for t, a in paragraphs]
 
 
 def pick(rng, phrasings, heldout):
@@ -272,11 +272,11 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
     kind = rng.choice(kinds)
     person = rng.choice(world.people)
     stated = {key for _, a in paragraphs for key in a}
-    gold_key, yes_no, question = None, "NONE", None
+    gold_key, yes_no, question, asked = None, "NONE", None, None
     if kind == "one_hop":
-        attribute = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
-        question = pick(rng, ONE_HOP[attribute], heldout).format(p=person["name"])
-        gold_key = (attribute, person["name"])
+        asked = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
+        question = pick(rng, ONE_HOP[asked], heldout).format(p=person["name"])
+        gold_key = (asked, person["name"])
     elif kind == "two_hop":
         question = pick(rng, TWO_HOP, heldout).format(p=person["name"])
         gold_key = ("country_of", person["city"]["name"])
@@ -311,9 +311,7 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
             attribute = rng.choice(sorted({a for _, a in choices}))
             choices = [c for c in choices if c[1] == attribute]
         question, asked = rng.choice(choices)
-        if asked == "occupation":
-            paragraphs = unstate_occupation(paragraphs, question)
-    if kind == "one_hop" and attribute == "occupation":
+    if asked == "occupation":
         paragraphs = unstate_occupation(paragraphs, question)
 
     texts = [t for t, _ in paragraphs]
