@@ -14,7 +14,7 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
-                             [--min_cities 3] [--unanswerable questions|attributes]
+                             [--min_cities 3] [--unanswerable questions|attributes|matched]
                              [--names syllables|letters]
 --kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
 (default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
@@ -25,6 +25,9 @@ many cities make a two-hop drill that chance does not pass (docs/demo-model.md, 
 --unanswerable attributes: an unanswerable question's attribute (absent person, occupation,
 founding, year established) drawn first, so that founding questions (which most people lack) are
 not most of them.
+--unanswerable matched: an unanswerable question's attribute drawn as a one-hop question draws
+it (mostly birthplace, year and occupation), asked of a person who lacks it (or of the absent
+person), so that no attribute says by itself whether a question has an answer.
 --names letters: train and dev names made of letters (onsets, vowels, codas) rather than the 35
 pieces of SYLLABLES, never a name the test split's syllables could make.
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
@@ -304,7 +307,17 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
         for o in world.orgs:
             if o["year"] is None:
                 choices.append((pick(rng, ESTABLISHED, heldout).format(o=o["name"]), "established"))
-        if unanswerable == "attributes":
+        if unanswerable == "matched":
+            # The attribute drawn as a one-hop question draws it, then asked of someone who lacks
+            # it (every person has a birthplace and a year: those ask about the absent person),
+            # so that no phrasing says by itself whether a question has an answer: "established"
+            # is never a one-hop question, so it is never asked here either (session 65).
+            attribute = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
+            lacking = [p["name"] for p in world.people if (attribute, p["name"]) not in stated]
+            subject = rng.choice(lacking) if lacking else world.absent
+            choices = [(pick(rng, ONE_HOP[attribute], heldout).format(p=subject),
+                        attribute if lacking else "absent")]
+        elif unanswerable == "attributes":
             # Most people found nothing, so drawing among all questions asks mostly "which company
             # did X found" and teaches that such questions have no answer (docs/demo-model.md,
             # session 53): draw the attribute first.
@@ -354,9 +367,12 @@ def main():
                         help="question kinds drawn from; a repeated kind is drawn more often")
     parser.add_argument("--min_cities", type=int, default=3,
                         help="at least this many cities (and country paragraphs) a document")
-    parser.add_argument("--unanswerable", choices=["questions", "attributes"], default="questions",
+    parser.add_argument("--unanswerable", choices=["questions", "attributes", "matched"],
+                        default="questions",
                         help="draw an unanswerable question among all (mostly founding questions) "
-                        "or first an attribute, then a question about it")
+                        "or first an attribute, then a question about it; or matched: the "
+                        "attribute drawn as a one-hop question draws it, asked of someone who "
+                        "lacks it")
     parser.add_argument("--names", choices=["syllables", "letters"], default="syllables",
                         help="train and dev names from SYLLABLES' 35 pieces or from letters "
                         "(the test split's names always come from HELDOUT_SYLLABLES)")

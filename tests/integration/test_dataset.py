@@ -150,6 +150,34 @@ def test_unanswerable_attributes_draws_the_attribute_first(tmp_path):
     assert all(n >= 0.15 * sum(balanced.values()) for n in balanced.values()), balanced
 
 
+def test_unanswerable_matched_asks_what_one_hop_asks(tmp_path):
+    """--unanswerable matched: unanswerable questions ask each attribute as often as one-hop ones
+    do, of a person who lacks it (a birthplace or year: of a person the document never names)."""
+    tool = load_tool()
+    asks = {attribute: [template_pattern(t) for phrasings in templates for t in phrasings]
+            for attribute, templates in tool.ONE_HOP.items()}
+    out = tmp_path / "m"
+    subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "6", "--train", "300",
+                    "--dev", "0", "--test", "0", "--min_tokens", "1500", "--max_tokens", "4000",
+                    "--kinds", "one_hop,unanswerable", "--unanswerable", "matched"], check=True)
+    counts = {"one_hop": dict.fromkeys(asks, 0), "unanswerable": dict.fromkeys(asks, 0)}
+    for e in map(json.loads, open(out / "train.jsonl")):
+        (attribute, name), = [(a, m.group(1)) for a, ps in asks.items() for m in
+                              (p.match(e["question"]) for p in ps) if m]
+        counts[e["kind"]][attribute] += 1
+        if e["kind"] != "unanswerable":
+            continue
+        text = "\n\n".join(e["paragraphs"])
+        if attribute in ("born_city", "birth_year"):
+            assert name not in text, e["question"]
+        elif attribute == "founded_org":
+            assert not re.search(rf"{name} founded|founded by {name}", text), e["question"]
+    shares = {kind: {a: n / sum(c.values()) for a, n in c.items()} for kind, c in counts.items()}
+    for attribute in asks:  # ~150 questions a kind: a share within 0.1 of one-hop's
+        assert abs(shares["unanswerable"][attribute] - shares["one_hop"][attribute]) < 0.1, shares
+    assert shares["unanswerable"]["founded_org"] < 0.25, shares  # the default: more than half
+
+
 def test_names_letters_widens_training_names_and_keeps_the_test_split(tmp_path):
     tool = load_tool()
 

@@ -10,25 +10,30 @@
 # Env START (default the kept model), W (default build/mixed-round; W/data is made or linked by
 # the caller: it needs mix4, long/ and calib5), NAME (default mixed), SHORT (1850), LONG (60),
 # STEPS (900), SEED (make_dataset.py's, 81), MIX_SEED (mix_sets.py's shuffle, 27: session 63's
-# repeat changed only this), RT (realtext.sh's W, default W), THREADS (2), DEMO (realtext.sh's).
+# repeat changed only this), RT (realtext.sh's W, default W), THREADS (2), DEMO (realtext.sh's),
+# UNANSWERABLE (make_dataset.py's --unanswerable for the long documents, default questions) and
+# SHORT_MIX (the folder in W/data the short rows come from, default mix4): session 65's
+# matched-round.sh set both.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
 export W="${W:-build/mixed-round}"  # score_model.sh reads it too
 START="${START:-models/checkpoints/cluster_former_minilm}" NAME="${NAME:-mixed}"
 SHORT="${SHORT:-1850}" LONG="${LONG:-60}" SEED="${SEED:-81}"
-MIX_SEED="${MIX_SEED:-27}"
+MIX_SEED="${MIX_SEED:-27}" UNANSWERABLE="${UNANSWERABLE:-questions}" SHORT_MIX="${SHORT_MIX:-mix4}"
 D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
+[[ $UNANSWERABLE == questions ]] || { long+=-$UNANSWERABLE; mix+=-$UNANSWERABLE; }
+[[ $SHORT_MIX == mix4 ]] || mix+=-$SHORT_MIX
 [[ $MIX_SEED == 27 ]] || mix+=-mix$MIX_SEED
 [[ -s $D/$long/train.jsonl ]] ||
   python3 tools/make_dataset.py --out "$D/$long" --seed "$SEED" --train "$LONG" \
-    --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000
-python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" "mix4/train:r6-:0:$SHORT" \
-  "$long/train:long-:0:$LONG"
+    --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 --unanswerable "$UNANSWERABLE"
+python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" \
+  "$SHORT_MIX/train:r6-:0:$SHORT" "$long/train:long-:0:$LONG"
 cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
 source "$HERE/round6.sh"
-env "${ROUND6[@]}" TRAIN_ONLY=1 MIX=$mix STEPS="${STEPS:-900}" tools/train_minilm_tables.sh \
+env "${ROUND6[@]}" TRAIN_ONLY=1 MIX="$mix" STEPS="${STEPS:-900}" tools/train_minilm_tables.sh \
   "$START" "$W"
 cp "$W/round.log" "$HERE/$NAME-train.log"
 [[ -s $W/long100.jsonl ]] || head -100 "$D/long/dev.jsonl" > "$W/long100.jsonl"
