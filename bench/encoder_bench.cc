@@ -95,6 +95,7 @@ std::set<std::string> Split(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   int64_t min_tokens = 1024;
   int64_t max_tokens = 32768;

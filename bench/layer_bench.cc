@@ -22,6 +22,7 @@
 #include "model/format/weights.h"
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   longqa::Precision precision = longqa::Precision::kInt8;
   int64_t hidden = 384, heads = 12, ffn = 1536, windows = 5, tokens = 279, reps = 150;

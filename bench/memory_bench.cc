@@ -82,6 +82,7 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   const std::string model_dir = Flag(argc, argv, "model_dir", "");
   const std::string text_file = Flag(argc, argv, "text", "");

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <cpuid.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -49,11 +50,9 @@ void PreferAvx512Kernels(const std::string& isa) {
   if (isa == "amx_bf16" || isa == "avx512_bf16") setenv("ATEN_CPU_CAPABILITY", "avx512", 0);
 }
 
-std::string BlasCoreWarning(const std::string& coretype, const std::string& core,
-                            const std::string& isa) {
-  if (coretype.empty()) return "";
-  // OpenBLAS's kernel sets that use each ISA; a forced core outside the CPU's set leaves part of
-  // the GEMM speed unused (measured: Haswell kernels on an AVX-512 CPU, half).
+bool BlasCoreUsesIsa(const std::string& core, const std::string& isa) {
+  // OpenBLAS's kernel sets that use each ISA; a core outside the CPU's set leaves part of the GEMM
+  // speed unused (measured: Haswell kernels on an AVX-512 CPU, half; Prescott's, a quarter).
   static const std::vector<std::string> kAvx512 = {"skylakex", "cooperlake", "sapphirerapids",
                                                    "zen4"};
   static const std::vector<std::string> kAvx2 = {"haswell", "zen", "skylakex", "cooperlake",
@@ -64,15 +63,46 @@ std::string BlasCoreWarning(const std::string& coretype, const std::string& core
   } else if (isa == "avx2") {
     fast = &kAvx2;
   } else {
-    return "";
+    return true;  // nothing faster to ask for
   }
   const std::string c = Lower(core);
-  for (const std::string& f : *fast) {
-    if (c.find(f) != std::string::npos) return "";
+  return std::any_of(fast->begin(), fast->end(),
+                     [&](const std::string& f) { return c.find(f) != std::string::npos; });
+}
+
+std::string BetterBlasCore(const std::string& core, const std::string& isa) {
+  if (core == "unknown" || BlasCoreUsesIsa(core, isa)) return "";  // "unknown": not OpenBLAS
+  if (isa == "amx_bf16" || isa == "avx512_bf16") return "Cooperlake";
+  if (isa.rfind("avx512", 0) == 0) return "SkylakeX";
+  return "Haswell";  // BlasCoreUsesIsa leaves only avx2 here
+}
+
+std::string BlasCoreWarning(const std::string& coretype, const std::string& core,
+                            const std::string& isa) {
+  const std::string better = BetterBlasCore(core, isa);
+  if (better.empty()) return "";
+  if (coretype.empty()) {  // OpenBLAS's own choice, and running again with a better one failed
+    return "OpenBLAS chose its " + core + " kernels on a CPU with " + isa +
+           ": GEMM runs at a quarter to half speed; set OPENBLAS_CORETYPE=" + better;
   }
   return "OPENBLAS_CORETYPE=" + coretype + " makes OpenBLAS run its " + core +
          " kernels on a CPU with " + isa +
          ": GEMM runs at about half speed or worse; unset it to let OpenBLAS choose";
+}
+
+void RunWithBestBlasKernels(char** argv) {
+  // The user's OPENBLAS_CORETYPE is theirs to keep; the marker stops a second restart.
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (std::getenv("LONGQA_OPENBLAS_DETECTED") != nullptr) return;
+  const std::string core = OpenBlasCore();
+  const std::string better = BetterBlasCore(core, CpuIsa());
+  if (better.empty()) return;
+  setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
+  setenv("LONGQA_OPENBLAS_DETECTED", core.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  // The exec failed: carry on with OpenBLAS's kernels (DescribeCompute's warning says so).
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("LONGQA_OPENBLAS_DETECTED");
 }
 
 std::string Bf16Warning(const std::string& isa) {
@@ -90,13 +120,19 @@ ComputeInfo DescribeCompute() {
   const char* kernels = std::getenv("ATEN_CPU_CAPABILITY");
   info.aten_kernels = kernels != nullptr && *kernels != '\0' ? kernels : "default";
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const char* detected = std::getenv("LONGQA_OPENBLAS_DETECTED");
+  if (coretype != nullptr && detected != nullptr) info.blas_detected = detected;
   info.warning = BlasCoreWarning(coretype != nullptr ? coretype : "", info.blas_core, info.isa);
   return info;
 }
 
 std::string ComputeInfoLine(const ComputeInfo& info) {
-  return "BLAS core " + info.blas_core + ", CPU " + info.isa + ", " + std::to_string(info.threads) +
-         " threads, oneDNN " + (info.onednn ? "yes" : "no") + ", ATen kernels " + info.aten_kernels;
+  const std::string chosen = info.blas_detected.empty() ? ""
+                                                        : " (OpenBLAS chose " + info.blas_detected +
+                                                              "; longqa set OPENBLAS_CORETYPE)";
+  return "BLAS core " + info.blas_core + chosen + ", CPU " + info.isa + ", " +
+         std::to_string(info.threads) + " threads, oneDNN " + (info.onednn ? "yes" : "no") +
+         ", ATen kernels " + info.aten_kernels;
 }
 
 }  // namespace longqa

@@ -1,8 +1,9 @@
 // What the CPU math runs on, printed at start by longqa-server and the benches (a slow BLAS
 // kernel is otherwise invisible): OpenBLAS's core (the kernel set it chose), the vector ISA the
 // CPU offers, LibTorch's intra-op threads and whether oneDNN is built in, and a warning when
-// OPENBLAS_CORETYPE forces kernels older than the CPU (measured: Haswell kernels on an AVX-512
-// CPU halve GEMM; docs/environment.md). The CPU's ISA comes from the compiler's CPU probe.
+// OpenBLAS runs kernels older than the CPU (measured: Haswell kernels on an AVX-512 CPU halve
+// GEMM; docs/environment.md). The CPU's ISA comes from the compiler's CPU probe. Where OpenBLAS
+// picked such kernels itself, the programs run again with better ones (RunWithBestBlasKernels).
 #pragma once
 
 #include <string>
@@ -16,9 +17,29 @@ struct ComputeInfo {
   bool onednn = false;       // LibTorch built with oneDNN (mkldnn)
   std::string aten_kernels;  // ATEN_CPU_CAPABILITY ("avx512", ...), or "default"
   std::string warning;       // empty, or why GEMM runs below the CPU's speed
+  std::string blas_detected;  // OpenBLAS's own choice where RunWithBestBlasKernels replaced it
 };
 
 ComputeInfo DescribeCompute();
+
+// Whether OpenBLAS core `core` runs the vector instructions of `isa` (a CPU's best ISA).
+bool BlasCoreUsesIsa(const std::string& core, const std::string& isa);
+
+// The OpenBLAS core to ask for on a CPU whose best ISA is `isa` when `core` does not use it
+// (Cooperlake with bf16 instructions, SkylakeX with AVX-512, Haswell with AVX2); empty when `core`
+// already does, or is "unknown" (another BLAS).
+std::string BetterBlasCore(const std::string& core, const std::string& isa);
+
+// OpenBLAS (0.3.21, Debian 12) picks its kernels once, as the library loads, from the CPU's model
+// number; on a CPU it does not know it falls back to old ones (measured: Prescott's SSE3 kernels on
+// a Xeon with AVX512_BF16 and AVX512_FP16 that names itself "Intel(R) Xeon(R) Processor": fp32
+// GEMM 28 GFLOP/s against Cooperlake's 103, one thread; training 3x slower). OPENBLAS_CORETYPE is
+// read only then, so where it is unset and the kernels are below this CPU's ISA this runs the
+// program again (execv of /proc/self/exe, same argv) with OPENBLAS_CORETYPE=BetterBlasCore(...)
+// and LONGQA_OPENBLAS_DETECTED=<OpenBLAS's choice>, which ComputeInfoLine names and which stops a
+// second restart. Returns where nothing is to be done or the exec failed. A user's
+// OPENBLAS_CORETYPE is kept (BlasCoreWarning says what it costs). Call first thing in main().
+void RunWithBestBlasKernels(char** argv);
 
 // The warning for OpenBLAS core `core` chosen while OPENBLAS_CORETYPE is `coretype` (empty when
 // unset) on a CPU whose best ISA is `isa`; empty when nothing is wrong.

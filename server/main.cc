@@ -14,6 +14,7 @@
 #include "server/server.h"
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   absl::SetProgramUsageMessage(
       "longqa-server: answers questions about long documents over gRPC.\n"

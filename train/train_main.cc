@@ -105,6 +105,7 @@ int Main() {
 }  // namespace longqa
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   longqa::PreferAvx512Kernels(longqa::CpuIsa());  // before LibTorch's first kernel call
   absl::SetProgramUsageMessage(
       "Trains a longqa model: longqa-train --init_model DIR --out DIR --stages a.jsonl,b.jsonl");

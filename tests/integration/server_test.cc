@@ -23,6 +23,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "longqa/v1/qa.grpc.pb.h"
+#include "model/compute_info.h"
 #include "model/cpu_quota.h"
 #include "model/engine.h"
 #include "model/format/safetensors.h"
@@ -664,6 +665,47 @@ TEST(ServerOptionsTest, UntrainedHeadsAreNamedInAWarningAtStart) {
   EXPECT_EQ(plain.log().find("WARNING: head"), std::string::npos) << plain.log();
   // Every start says what the math runs on (model/compute_info.h).
   EXPECT_NE(plain.log().find("longqa-server: BLAS core "), std::string::npos) << plain.log();
+}
+
+TEST(ServerOptionsTest, RunsOpenBlasKernelsForThisCpuAndKeepsTheUsersCoretype) {
+  // OpenBLAS 0.3.21 falls back to Prescott's SSE3 kernels on CPUs it does not know (an AVX-512
+  // Xeon in a VM: a quarter of the GEMM speed); the server then runs itself again with kernels for
+  // the CPU's ISA (model/compute_info.h). A user's OPENBLAS_CORETYPE stays, with a warning.
+  const char* saved = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  const std::string isa = CpuIsa();
+  const auto core_of = [](const std::string& log) {
+    std::smatch m;
+    return std::regex_search(log, m, std::regex("BLAS core (\\w+)")) ? m[1].str() : "";
+  };
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("LONGQA_OPENBLAS_DETECTED");
+  {
+    ServerProcess server({"--model_dir=" + ModelDir()});
+    ASSERT_TRUE(server.ok()) << server.log();
+    const std::string core = core_of(server.log());
+    ASSERT_FALSE(core.empty()) << server.log();
+    EXPECT_TRUE(core == "unknown" || BlasCoreUsesIsa(core, isa)) << isa << "\n" << server.log();
+    EXPECT_EQ(server.log().find("WARNING: OpenBLAS"), std::string::npos) << server.log();
+    v1::AnswerResponse r;
+    EXPECT_TRUE(Call(*Stub(server.address()), Request("kalo", "text"), &r).ok());
+  }
+  setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  {
+    ServerProcess server({"--model_dir=" + ModelDir()});
+    ASSERT_TRUE(server.ok()) << server.log();
+    const std::string core = core_of(server.log());
+    EXPECT_TRUE(core == "Prescott" || core == "unknown") << server.log();
+    if (core == "Prescott" && !BetterBlasCore(core, isa).empty()) {
+      EXPECT_NE(server.log().find("WARNING: OPENBLAS_CORETYPE=Prescott"), std::string::npos)
+          << server.log();
+    }
+  }
+  if (saved != nullptr) {
+    setenv("OPENBLAS_CORETYPE", saved_value.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_CORETYPE");
+  }
 }
 
 TEST(ServerOptionsTest, WorkersShareTheUsableCpusAndOversubscriptionIsWarned) {

@@ -19,8 +19,31 @@ TEST(ComputeInfoTest, WarnsWhenOpenBlasCoretypeForcesOlderKernelsOnAnAvx512Cpu) 
   EXPECT_NE(BlasCoreWarning("Prescott", "Prescott", "avx2"), "");    // SSE3 kernels on AVX2
 }
 
-TEST(ComputeInfoTest, SaysNothingWhenTheKernelsMatchTheCpuOrNothingIsForced) {
-  EXPECT_EQ(BlasCoreWarning("", "Haswell", "avx512"), "");           // OpenBLAS chose it
+TEST(ComputeInfoTest, WarnsWhenOpenBlasItselfChoseOlderKernels) {
+  // OpenBLAS 0.3.21 on a CPU it does not know: Prescott's SSE3 kernels (RunWithBestBlasKernels
+  // replaces them; the warning is for when it could not).
+  const std::string w = BlasCoreWarning("", "Prescott", "avx512_bf16");
+  EXPECT_NE(w.find("OpenBLAS chose its Prescott kernels"), std::string::npos) << w;
+  EXPECT_NE(w.find("set OPENBLAS_CORETYPE=Cooperlake"), std::string::npos) << w;
+  EXPECT_NE(BlasCoreWarning("", "Haswell", "avx512"), "");
+}
+
+TEST(ComputeInfoTest, NamesTheOpenBlasCoreForTheCpusBestIsa) {
+  EXPECT_EQ(BetterBlasCore("Prescott", "avx512_bf16"), "Cooperlake");
+  EXPECT_EQ(BetterBlasCore("Prescott", "amx_bf16"), "Cooperlake");
+  EXPECT_EQ(BetterBlasCore("Haswell", "avx512"), "SkylakeX");
+  EXPECT_EQ(BetterBlasCore("Prescott", "avx2"), "Haswell");
+  EXPECT_EQ(BetterBlasCore("Cooperlake", "avx512_bf16"), "");  // already the CPU's kernels
+  EXPECT_EQ(BetterBlasCore("Zen", "avx2"), "");
+  EXPECT_EQ(BetterBlasCore("Prescott", "sse4.2"), "");  // nothing better to ask for
+  EXPECT_EQ(BetterBlasCore("unknown", "avx512"), "");   // another BLAS than OpenBLAS
+  EXPECT_TRUE(BlasCoreUsesIsa("SapphireRapids", "amx_bf16"));
+  EXPECT_FALSE(BlasCoreUsesIsa("Prescott", "avx2"));
+}
+
+TEST(ComputeInfoTest, SaysNothingWhenTheKernelsMatchTheCpu) {
+  EXPECT_EQ(BlasCoreWarning("", "SkylakeX", "avx512"), "");          // OpenBLAS chose it
+  EXPECT_EQ(BlasCoreWarning("", "unknown", "avx512"), "");           // not OpenBLAS
   EXPECT_EQ(BlasCoreWarning("Haswell", "Haswell", "avx2"), "");      // the CPU's best
   EXPECT_EQ(BlasCoreWarning("SkylakeX", "SkylakeX", "avx512"), "");  // AVX-512 kernels
   EXPECT_EQ(BlasCoreWarning("COOPERLAKE", "Cooperlake", "avx512_bf16"), "");
@@ -44,6 +67,11 @@ TEST(ComputeInfoTest, DescribesThisProcess) {
   EXPECT_NE(line.find("BLAS core " + info.blas_core), std::string::npos) << line;
   EXPECT_NE(line.find("2 threads"), std::string::npos) << line;
   std::cerr << line << "\n";
+  ComputeInfo replaced = info;  // after RunWithBestBlasKernels ran the program again
+  replaced.blas_detected = "Prescott";
+  const std::string said = ComputeInfoLine(replaced);
+  EXPECT_NE(said.find("(OpenBLAS chose Prescott; longqa set OPENBLAS_CORETYPE)"), std::string::npos)
+      << said;
 }
 
 TEST(ComputeInfoTest, AsksForAvx512KernelsOnlyOnCpusWithBf16AndNeverOverridesTheUser) {
