@@ -7,7 +7,9 @@
 # founding, occupation and "established" questions only (no birthplace or year: every person has
 # those), so it cannot say.
 # Usage: matched-split.sh NAME=CHECKPOINT@THRESHOLD...   (env W: default build/matched; N: the
-# documents, default 100). Writes NAME-matched-scores.json and matched-split.md beside this script.
+# documents, default 100; ANSWER_SCORE: the served score, default type+long, the Cluster-Former's;
+# models/demo's is type; REPORT: default matched-split.md). Writes NAME-matched-scores.json and
+# REPORT beside this script.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -20,9 +22,9 @@ reports=()
 for arg in "$@"; do
   name="${arg%%=*}" rest="${arg#*=}"
   checkpoint="${rest%@*}" threshold="${rest##*@}"
-  folder="$W/tl-$name"  # score_model.sh's: every answer scored, type+long
+  folder="$W/tl-$name"  # score_model.sh's name
   [[ -s $folder/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$checkpoint" \
-    "$folder" --dtype f32 --answer_score=type+long
+    "$folder" --dtype f32 --answer_score="${ANSWER_SCORE:-type+long}"
   scores=$W/$name-matched-scores.json
   if [[ ! -s $scores ]]; then
     # shellcheck source=tools/start_server.sh
@@ -36,4 +38,4 @@ for arg in "$@"; do
   cp "$scores" "$HERE/$name-matched-scores.json"
   reports+=("$name=$HERE/$name-matched-scores.json@$threshold")
 done
-python3 "$HERE/attribute_nulls.py" "$gold" "${reports[@]}" | tee "$HERE/matched-split.md"
+python3 "$HERE/attribute_nulls.py" "$gold" "${reports[@]}" | tee "$HERE/${REPORT:-matched-split.md}"
