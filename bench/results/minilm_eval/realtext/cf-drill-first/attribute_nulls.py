@@ -14,6 +14,8 @@ import os
 import re
 import sys
 
+from separation import threshold_nulling_85
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 5)
 ATTRIBUTES = ("born_city", "birth_year", "occupation", "founded_org")
 
@@ -45,8 +47,7 @@ def main():
         name, rest = arg.split("=", 1)
         path, served = rest.rsplit("@", 1)
         rows = json.load(open(path))
-        unanswerable = sorted(r["best"] - r["null"] for r in rows if r["kind"] == "unanswerable")
-        bar = unanswerable[(len(unanswerable) * 85 + 99) // 100 - 1]  # separation.py's
+        bar = threshold_nulling_85(rows)
         for label, threshold in ((f"served {float(served):+.2f}", float(served)),
                                  (f"85% bar {bar:+.2f}", bar)):
             nulled, total, right = {}, {}, 0

@@ -18,6 +18,8 @@ gold=$W/data/long-matched/test.jsonl
 [[ -s $gold ]] || python3 tools/make_dataset.py --out "$W/data/long-matched" --seed 21 \
   --train 0 --dev 0 --test "${N:-100}" --min_tokens 8000 --max_tokens 32000 \
   --kinds one_hop,one_hop,unanswerable --unanswerable matched
+# shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced_scores.sh
+source "$HERE/forced_scores.sh"
 reports=()
 for arg in "$@"; do
   name="${arg%%=*}" rest="${arg#*=}"
@@ -26,15 +28,7 @@ for arg in "$@"; do
   [[ -s $folder/model.safetensors ]] || .venv/bin/python tools/ship_model.py "$checkpoint" \
     "$folder" --dtype f32 --answer_score="${ANSWER_SCORE:-type+long}"
   scores=$W/$name-matched-scores.json
-  if [[ ! -s $scores ]]; then
-    # shellcheck source=tools/start_server.sh
-    source tools/start_server.sh
-    start_server build "$W/$name-matched.server.log" --model_dir="$folder" --metrics_listen= \
-      --threads=2 --max_batch_tokens=32768
-    python3 bench/results/minilm_eval/realtext/cf-from-round5/continued/null_scores.py collect \
-      "$port" "$gold" "$scores" > /dev/null
-    kill "$server_pid"
-  fi
+  [[ -s $scores ]] || forced_scores "$folder" "$gold" "$scores" "$W/$name-matched.server.log"
   cp "$scores" "$HERE/$name-matched-scores.json"
   reports+=("$name=$HERE/$name-matched-scores.json@$threshold")
 done

@@ -22,24 +22,20 @@ ship() {  # output folder, then ship_model.py flags
 }
 ship "$W/tl-$name"
 scored "$W/eval/calib/tl-$name.txt" ||
-  ev "--calibrate_null --timeout_s=900" $W/long100.jsonl $W/eval/calib "$W/tl-$name"
+  ev "--calibrate_null --timeout_s=900" "$W/long100.jsonl" "$W/eval/calib" "$W/tl-$name"
 t=$(tools/calibrated_threshold.sh "$W/eval/calib/tl-$name.txt")
 ship "$W/ship-$name" --null_threshold="$t"
 scored "$W/eval/test/ship-$name.txt" ||
-  ev "--timeout_s=900" $W/data/long/test.jsonl $W/eval/test "$W/ship-$name"
+  ev "--timeout_s=900" "$W/data/long/test.jsonl" "$W/eval/test" "$W/ship-$name"
 cp "$W/eval/calib/tl-$name.txt" "$HERE/$name-calib-long100.txt"
 cp "$W/eval/test/ship-$name.txt" "$HERE/$name-test.txt"
 [[ -z "${SERVED_ONLY:-}" ]] || exit 0
 scores=$W/$name-test200-scores.json
 if [[ ! -s $scores ]]; then
-  # shellcheck source=tools/start_server.sh
-  source tools/start_server.sh
-  start_server build "$W/$name-scores.server.log" --model_dir="$W/ship-$name" --metrics_listen= \
-    --threads=2 --max_batch_tokens=32768
-  python3 bench/results/minilm_eval/realtext/cf-from-round5/continued/null_scores.py collect \
-    "$port" $W/data/long/test.jsonl "$scores" > /dev/null
-  kill "$server_pid"
+  # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/forced_scores.sh
+  source "$HERE/forced_scores.sh"
+  forced_scores "$W/ship-$name" "$W/data/long/test.jsonl" "$scores" "$W/$name-scores.server.log"
 fi
 cp "$scores" "$HERE/$name-test200-scores.json"
-python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py $W/data/long/test.jsonl \
+python3 bench/results/minilm_eval/realtext/cf-from-round6/margins.py "$W/data/long/test.jsonl" \
   "$scores" "$t" | tee "$HERE/$name-test-margins.md"

@@ -11,6 +11,13 @@ import statistics
 import sys
 
 
+def threshold_nulling_85(rows):
+    """The lowest threshold that nulls 85% of the unanswerable rows (a question is nulled when its
+    margin <= threshold): the ceil(0.85 n)-th smallest margin."""
+    unanswerable = sorted(r["best"] - r["null"] for r in rows if r["kind"] == "unanswerable")
+    return unanswerable[(len(unanswerable) * 85 + 99) // 100 - 1]
+
+
 def main():
     gold = {}
     for line in open(sys.argv[1]):
@@ -22,9 +29,7 @@ def main():
     for arg in sys.argv[2:]:
         name, path = arg.split("=", 1)
         rows = json.load(open(path))
-        unanswerable = sorted(r["best"] - r["null"] for r in rows if r["kind"] == "unanswerable")
-        # The lowest threshold that nulls 85% (a question is nulled when its margin <= threshold).
-        threshold = unanswerable[(len(unanswerable) * 85 + 99) // 100 - 1]  # the ceil(0.85 n)-th
+        threshold = threshold_nulling_85(rows)
         cells, medians = [], []
         for phrasing in ("seen", "heldout"):
             one_hop = [r for r in rows if r["kind"] == "one_hop"
