@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "model/compute_info.h"
 #include "tools/centroid_builder.h"
 
 ABSL_FLAG(std::string, model_dir, "", "Model folder to update (model.safetensors is rewritten)");
@@ -20,6 +21,7 @@ ABSL_FLAG(uint64_t, seed, 1, "Random seed (k-means++)");
 ABSL_FLAG(int, threads, 0, "Intra-op threads; 0 = all CPUs");
 
 int main(int argc, char** argv) {
+  longqa::RunWithBestBlasKernels(argv);  // OpenBLAS kernels for this CPU: may run main again
   absl::SetProgramUsageMessage(
       "Computes cluster-layer centroids: longqa-centroids --model_dir=DIR --corpus=FILE.jsonl");
   absl::ParseCommandLine(argc, argv);

@@ -49,32 +49,55 @@ OCCUPATIONS = ["painter", "engineer", "sailor", "physician", "composer", "mercha
                "architect", "poet", "chemist", "farmer", "judge"]
 INDUSTRIES = ["shipping", "glass", "textile", "printing", "mining", "railway", "banking", "tea"]
 
-# Question phrasings: (seen, held out). Train and dev use the seen ones; the test split asks half
-# of its questions in held-out phrasings (field "phrasing"), to measure generalisation.
+# Question phrasings: (seen, held out, wide). Train and dev use the seen ones; the test split asks
+# half of its questions in held-out phrasings (field "phrasing"), to measure generalisation. With
+# --phrasings wide, train and dev also draw from the third list: more ways to ask the same thing,
+# none of them a held-out phrasing or built on its words ("home town", "job", "living", "set up",
+# "started", "nation", "year of birth"), so the test still asks in phrasings never trained on.
 ONE_HOP = {
     "born_city": (["Where was {p} born?", "In which city was {p} born?",
                    "What is the birthplace of {p}?", "{p} was born in which city?"],
                   ["Which town is the home town of {p}?", "where was {p} born",
-                   "Name the city {p} was born in."]),
+                   "Name the city {p} was born in."],
+                  ["Which city is the place of birth of {p}?", "Tell me where {p} was born.",
+                   "birthplace of {p}", "In what city did {p} enter the world?",
+                   "Where did the life of {p} begin?", "{p} is a native of which city?"]),
     "birth_year": (["In which year was {p} born?", "When was {p} born?",
                     "What year was {p} born in?"],
-                   ["What is the year of birth of {p}?", "{p}'s birth year?"]),
+                   ["What is the year of birth of {p}?", "{p}'s birth year?"],
+                   ["{p} was born in what year?", "Which year saw the birth of {p}?",
+                    "Tell me the year {p} was born.", "year {p} was born",
+                    "When did {p} enter the world?", "{p} came into the world in which year?"]),
     "occupation": (["What was the profession of {p}?", "What did {p} work as?",
                     "Which occupation did {p} have?"],
-                   ["What was {p}'s job?", "how did {p} earn a living"]),
+                   ["What was {p}'s job?", "how did {p} earn a living"],
+                   ["What work did {p} do?", "Which trade did {p} follow?",
+                    "What was the occupation of {p}?", "{p} worked in which profession?",
+                    "occupation of {p}", "What line of work was {p} in?"]),
     "founded_org": (["Which company did {p} found?", "What organisation was founded by {p}?",
                      "Name the firm that {p} founded."],
-                    ["Who did {p} set up as a business?", "Which business was started by {p}?"]),
+                    ["Who did {p} set up as a business?", "Which business was started by {p}?"],
+                    ["Which organisation did {p} create?", "What firm was established by {p}?",
+                     "Tell me the company {p} founded.", "company founded by {p}",
+                     "{p} was the founder of which company?",
+                     "Which enterprise owes its founding to {p}?"]),
 }
 TWO_HOP = (["In which country is the city where {p} was born?",
             "Which country is the birthplace of {p} located in?",
             "{p} was born in a city of which country?"],
-           ["What country was {p} born in?", "In what nation lies the home town of {p}?"])
+           ["What country was {p} born in?", "In what nation lies the home town of {p}?"],
+           ["The city where {p} was born lies in which country?",
+            "Which country contains the birthplace of {p}?",
+            "In which country was the city of {p}'s birth?", "country of the birthplace of {p}",
+            "Tell me the country of the city {p} was born in."])
 YES_NO = (["Was {p} born in {c}?", "Is it true that {p} was born in {c}?",
            "Did {p} come into the world in {c}?"],
-          ["Is {c} the birthplace of {p}?", "was {p} born in {c}"])
+          ["Is {c} the birthplace of {p}?", "was {p} born in {c}"],
+          ["Was the birthplace of {p} {c}?", "Tell me whether {p} was born in {c}.",
+           "Was {c} the city of {p}'s birth?", "{p} was born in {c}, right?"])
 ESTABLISHED = (["In which year was {o} established?", "When was {o} founded?"],
-               ["How old is {o}, by its founding year?"])
+               ["How old is {o}, by its founding year?"],
+               ["What year was {o} established in?", "In what year did {o} begin?"])
 
 
 def name(rng, syllables, parts=2):
@@ -248,8 +271,10 @@ def unstate_occupation(paragraphs, question):
     return [(STORY.sub(reword, t), a) for t, a in paragraphs]
 
 
-def pick(rng, phrasings, heldout):
-    return rng.choice(phrasings[1] if heldout else phrasings[0])
+def pick(rng, phrasings, heldout, wide=False):
+    if heldout:
+        return rng.choice(phrasings[1])
+    return rng.choice(phrasings[0] + phrasings[2] if wide else phrasings[0])
 
 
 KINDS = ("one_hop", "two_hop", "yes_no", "unanswerable")
@@ -257,7 +282,8 @@ DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
 
 
 def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(",")),
-                 min_cities=3, unanswerable="questions", names="syllables"):
+                 min_cities=3, unanswerable="questions", names="syllables",
+                 phrasings="seen"):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
@@ -271,6 +297,10 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
         paragraphs.append((distractor(rng, world), {}))
     rng.shuffle(paragraphs)
     heldout = test_split and rng.random() < 0.5
+    wide = phrasings == "wide" and not test_split
+
+    def ask(forms):  # a phrasing of one question form, as this split asks
+        return pick(rng, forms, heldout, wide)
 
     kind = rng.choice(kinds)
     person = rng.choice(world.people)
@@ -278,10 +308,10 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
     gold_key, yes_no, question, asked = None, "NONE", None, None
     if kind == "one_hop":
         asked = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
-        question = pick(rng, ONE_HOP[asked], heldout).format(p=person["name"])
+        question = ask(ONE_HOP[asked]).format(p=person["name"])
         gold_key = (asked, person["name"])
     elif kind == "two_hop":
-        question = pick(rng, TWO_HOP, heldout).format(p=person["name"])
+        question = ask(TWO_HOP).format(p=person["name"])
         gold_key = ("country_of", person["city"]["name"])
         # Two hops far apart: move the birth paragraph to the other end of the document.
         birth = next(i for i, (_, a) in enumerate(paragraphs) if ("born_city", person["name"]) in a)
@@ -293,20 +323,20 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
         truth = rng.random() < 0.5
         city = person["city"]["name"] if truth else rng.choice(
             [c["name"] for c in world.cities if c["name"] != person["city"]["name"]])
-        question = pick(rng, YES_NO, heldout).format(p=person["name"], c=city)
+        question = ask(YES_NO).format(p=person["name"], c=city)
         gold_key = ("born_city", person["name"])
         yes_no = "YES" if truth else "NO"
     else:
         # Unanswerable: an absent person, or a present entity whose attribute is never stated.
-        choices = [(pick(rng, ONE_HOP["born_city"], heldout).format(p=world.absent), "absent")]
+        choices = [(ask(ONE_HOP["born_city"]).format(p=world.absent), "absent")]
         for p in world.people:
             for attribute in ("occupation", "founded_org"):
                 if (attribute, p["name"]) not in stated:
                     choices.append(
-                        (pick(rng, ONE_HOP[attribute], heldout).format(p=p["name"]), attribute))
+                        (ask(ONE_HOP[attribute]).format(p=p["name"]), attribute))
         for o in world.orgs:
             if o["year"] is None:
-                choices.append((pick(rng, ESTABLISHED, heldout).format(o=o["name"]), "established"))
+                choices.append((ask(ESTABLISHED).format(o=o["name"]), "established"))
         if unanswerable == "matched":
             # The attribute drawn as a one-hop question draws it, then asked of someone who lacks
             # it (every person has a birthplace and a year: those ask about the absent person),
@@ -315,7 +345,7 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
             attribute = rng.choice([k for k in ONE_HOP if (k, person["name"]) in stated])
             lacking = [p["name"] for p in world.people if (attribute, p["name"]) not in stated]
             subject = rng.choice(lacking) if lacking else world.absent
-            choices = [(pick(rng, ONE_HOP[attribute], heldout).format(p=subject),
+            choices = [(ask(ONE_HOP[attribute]).format(p=subject),
                         attribute if lacking else "absent")]
         elif unanswerable == "attributes":
             # Most people found nothing, so drawing among all questions asks mostly "which company
@@ -376,6 +406,9 @@ def main():
     parser.add_argument("--names", choices=["syllables", "letters"], default="syllables",
                         help="train and dev names from SYLLABLES' 35 pieces or from letters "
                         "(the test split's names always come from HELDOUT_SYLLABLES)")
+    parser.add_argument("--phrasings", choices=["seen", "wide"], default="seen",
+                        help="train and dev questions in the seen phrasings, or wide: those and "
+                        "as many more (never the test split's held-out ones)")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     unknown = sorted(set(kinds) - set(KINDS))
@@ -393,7 +426,8 @@ def main():
                 for i in range(count):
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
                     example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds,
-                                           args.min_cities, args.unanswerable, args.names)
+                                           args.min_cities, args.unanswerable, args.names,
+                                           args.phrasings)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

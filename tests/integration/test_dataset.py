@@ -87,6 +87,31 @@ def test_test_split_is_held_out(tmp_path):
     assert not any(q.startswith(o) for q in train_questions for o in heldout_openings)
 
 
+def test_phrasings_wide_adds_training_phrasings_and_keeps_the_test_split(tmp_path):
+    """--phrasings wide: train and dev also ask in the third list's phrasings, never in a held-out
+    one, and the test split is the one the default makes."""
+    tool = load_tool()
+    forms = [tool.TWO_HOP, tool.YES_NO, tool.ESTABLISHED, *tool.ONE_HOP.values()]
+
+    def which_list(question):  # 0 seen, 1 held out, 2 wide: the list whose template matches
+        pattern = lambda t: re.compile(re.escape(t).replace(r"\{p\}", "(.+)")
+                                       .replace(r"\{o\}", "(.+)").replace(r"\{c\}", "(.+)") + "$")
+        return {i for f in forms for i, ts in enumerate(f) for t in ts
+                if pattern(t).match(question)}
+    default = generate(tmp_path / "s", 9)
+    wide = generate(tmp_path / "w", 9, "--phrasings", "wide")
+    assert wide["test"] == default["test"]
+    lists = [which_list(e["question"]) for e in wide["train"] + wide["dev"]]
+    assert all(found and 1 not in found for found in lists), lists
+    assert sum(2 in found for found in lists) >= 10  # about half of 40 questions
+    assert all(which_list(e["question"]) == {0} for e in default["train"] + default["dev"])
+    # The wide phrasings avoid the held-out phrasings' telling words.
+    for f in forms:
+        for template in f[2]:
+            assert not re.search(r"home town|job|living|set up|started|nation|year of birth",
+                                 template), template
+
+
 def test_kinds_restricts_and_weights_the_questions(tmp_path):
     def kinds_of(out, kinds):
         subprocess.run([sys.executable, TOOL, "--out", str(out), "--seed", "4", "--train", "40",

@@ -13,7 +13,8 @@
 # repeat changed only this), RT (realtext.sh's W, default W), THREADS (2), DEMO (realtext.sh's),
 # UNANSWERABLE (make_dataset.py's --unanswerable for the long documents, default questions) and
 # SHORT_MIX (the folder in W/data the short rows come from, default mix4): session 65's
-# matched-round.sh set both.
+# matched-round.sh set both; PHRASINGS (make_dataset.py's --phrasings for the long documents,
+# default seen; session 66).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -21,13 +22,16 @@ export W="${W:-build/mixed-round}"  # score_model.sh reads it too
 START="${START:-models/checkpoints/cluster_former_minilm}" NAME="${NAME:-mixed}"
 SHORT="${SHORT:-1850}" LONG="${LONG:-60}" SEED="${SEED:-81}"
 MIX_SEED="${MIX_SEED:-27}" UNANSWERABLE="${UNANSWERABLE:-questions}" SHORT_MIX="${SHORT_MIX:-mix4}"
+PHRASINGS="${PHRASINGS:-seen}"
 D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
 [[ $UNANSWERABLE == questions ]] || { long+=-$UNANSWERABLE; mix+=-$UNANSWERABLE; }
+[[ $PHRASINGS == seen ]] || { long+=-$PHRASINGS; mix+=-$PHRASINGS; }
 [[ $SHORT_MIX == mix4 ]] || mix+=-$SHORT_MIX
 [[ $MIX_SEED == 27 ]] || mix+=-mix$MIX_SEED
 [[ -s $D/$long/train.jsonl ]] ||
   python3 tools/make_dataset.py --out "$D/$long" --seed "$SEED" --train "$LONG" \
-    --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 --unanswerable "$UNANSWERABLE"
+    --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 --unanswerable "$UNANSWERABLE" \
+    --phrasings "$PHRASINGS"
 python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" \
   "$SHORT_MIX/train:r6-:0:$SHORT" "$long/train:long-:0:$LONG"
 cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
