@@ -14,7 +14,7 @@
 # UNANSWERABLE (make_dataset.py's --unanswerable for the long documents, default questions) and
 # SHORT_MIX (the folder in W/data the short rows come from, default mix4): session 65's
 # matched-round.sh set both; PHRASINGS (make_dataset.py's --phrasings for the long documents,
-# default seen; session 66).
+# default seen; session 66); TRAIN_ONLY=1: stop once trained (rebuild.sh's stage 6).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -40,6 +40,7 @@ source "$HERE/round6.sh"
 env "${ROUND6[@]}" TRAIN_ONLY=1 MIX="$mix" STEPS="${STEPS:-900}" tools/train_minilm_tables.sh \
   "$START" "$W"
 cp "$W/round.log" "$HERE/$NAME-train.log"
+[[ -z ${TRAIN_ONLY:-} ]] || exit 0
 [[ -s $W/long100.jsonl ]] || head -100 "$D/long/dev.jsonl" > "$W/long100.jsonl"
 "$HERE/score_model.sh" "$NAME" "$W/round"
 round="$W/round"

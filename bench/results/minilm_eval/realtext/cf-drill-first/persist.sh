@@ -5,8 +5,9 @@
 # models/checkpoints/cluster_former_minilm with a `stage` file naming it; rebuild.sh then starts
 # from there instead of training the stages up to it again. The next stage starts from weights
 # rounded to bf16 and a fresh optimizer: not the same run as the chain in one go.
-# Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls, 5 the real-English round; env W, default
-# build/cf-r10). Not 2: stage 3 resumes stage 2's run, which needs the optimizer state a kept stage
+# Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls, 5 the real-English round, 6 the matched
+# wide round; env W, default build/cf-r10; NULL_THRESHOLD: config.json's, e.g. the stage's calib5
+# threshold as realtext.sh chose it; session 66 kept stage 6 with +8.45611). Not 2: stage 3 resumes stage 2's run, which needs the optimizer state a kept stage
 # lacks.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +24,7 @@ P=models/checkpoints/cluster_former_minilm
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
   "$W/$folder/trainer_state.json"
 rm -rf "$P"
-.venv/bin/python tools/ship_model.py "$W/$folder" "$P" --dtype bf16 --answer_score=type+long
+.venv/bin/python tools/ship_model.py "$W/$folder" "$P" --dtype bf16 --answer_score=type+long \
+  ${NULL_THRESHOLD:+--null_threshold="$NULL_THRESHOLD"}
 echo "$stage $folder" > "$P/stage"
 du -sh "$P"

@@ -8,17 +8,19 @@
 #   3. 150 more, resumed from step 150 as session 56 did -> W/lds300;
 #   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls;
 #   5. (session 60) a real-English round: round 6's mix and settings (replay-stage.sh: 900 steps
-#      at lr 2e-5; its data in W/realtext/data) -> W/realtext/round.
+#      at lr 2e-5; its data in W/realtext/data) -> W/realtext/round;
+#   6. (session 66) the matched wide round: matched-round.sh with PHRASINGS=wide and shuffle seed
+#      28 (every generated row with --unanswerable matched --phrasings wide) -> W/matched-wide/round.
 # Each stage resumes where a stopped run left it and is skipped once finished. The logs land beside
 # this script as rebuild-*-train.log (the first runs' logs stay as they were). To keep a stage past
 # the checkout (build/ does not survive one), ship it in bf16 into models/checkpoints/ (persist.sh);
 # this script then starts after that stage, from its weights in fp32.
-# Env W (default build/cf-r10), LAST (the last stage to train, 1-5, default 5).
+# Env W (default build/cf-r10), LAST (the last stage to train, 1-6, default 6).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
 export W="${W:-build/cf-r10}" TRAIN_ONLY=1
-LAST="${LAST:-5}"
+LAST="${LAST:-6}"
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/stages.sh
 source "$HERE/stages.sh"
 P=models/checkpoints/cluster_former_minilm
@@ -45,6 +47,21 @@ if ((kept < 3)); then  # a kept stage 3 or later has no W/lds to resume
 fi
 ((LAST >= 4)) || exit 0
 ((kept >= 4)) || START=$W/lds300 OUT=hls NAME=rebuild-hls bash "$HERE/hop-long-stage.sh"
-((LAST >= 5 && kept < 5)) || exit 0
-START=$W/hls bash "$HERE/replay-stage.sh"
-cp "$W/realtext/round.log" "$HERE/rebuild-replay-train.log"
+if ((kept < 5)); then
+  ((LAST >= 5)) || exit 0
+  START=$W/hls bash "$HERE/replay-stage.sh"
+  cp "$W/realtext/round.log" "$HERE/rebuild-replay-train.log"
+fi
+((LAST >= 6 && kept < 6)) || exit 0
+# Stage 6 (session 66): matched-round.sh's wide round (every generated row with --unanswerable
+# matched and --phrasings wide, shuffle seed 28) from stage 5, on stage 5's real-English data.
+mkdir -p "$W/matched-wide"
+[[ -e $W/matched-wide/data ]] || ln -s ../realtext/data "$W/matched-wide/data"
+if [[ ! -s $W/realtext/data/mix4/dev.jsonl ]]; then  # stage 5 kept, so not trained here
+  # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
+  source "$HERE/round6.sh"
+  env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W/realtext"
+fi
+stage5=$W/realtext/round w6=$W/matched-wide
+START=$stage5 W=$w6 PHRASINGS=wide MIX_SEED=28 NAME=rebuild-matchedwide TRAIN_ONLY=1 \
+  bash "$HERE/matched-round.sh"
