@@ -271,7 +271,7 @@ def unstate_occupation(paragraphs, question):
     return [(STORY.sub(reword, t), a) for t, a in paragraphs]
 
 
-def pick(rng, phrasings, heldout, wide=False):
+def pick(rng, phrasings, heldout, wide):
     if heldout:
         return rng.choice(phrasings[1])
     return rng.choice(phrasings[0] + phrasings[2] if wide else phrasings[0])

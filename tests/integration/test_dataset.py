@@ -27,7 +27,8 @@ def load_tool():
 
 def template_pattern(template):
     """A question template ("Where was {p} born?") as a regular expression for its questions."""
-    return re.compile(re.escape(template).replace(r"\{p\}", "(.+)").replace(r"\{o\}", "(.+)") + "$")
+    return re.compile(re.escape(template).replace(r"\{p\}", "(.+)").replace(r"\{o\}", "(.+)")
+                      .replace(r"\{c\}", "(.+)") + "$")
 
 
 def test_deterministic_and_seed_dependent(tmp_path):
@@ -94,10 +95,8 @@ def test_phrasings_wide_adds_training_phrasings_and_keeps_the_test_split(tmp_pat
     forms = [tool.TWO_HOP, tool.YES_NO, tool.ESTABLISHED, *tool.ONE_HOP.values()]
 
     def which_list(question):  # 0 seen, 1 held out, 2 wide: the list whose template matches
-        pattern = lambda t: re.compile(re.escape(t).replace(r"\{p\}", "(.+)")
-                                       .replace(r"\{o\}", "(.+)").replace(r"\{c\}", "(.+)") + "$")
         return {i for f in forms for i, ts in enumerate(f) for t in ts
-                if pattern(t).match(question)}
+                if template_pattern(t).match(question)}
     default = generate(tmp_path / "s", 9)
     wide = generate(tmp_path / "w", 9, "--phrasings", "wide")
     assert wide["test"] == default["test"]
