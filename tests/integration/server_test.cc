@@ -119,9 +119,13 @@ bool UntilMetrics(int metrics_port, const std::function<bool(const std::string&)
 }
 
 // Flags that let the test model take documents of ~145k tokens, several at once from one caller.
+// Limits wide enough for two of OverASecondAlone's largest requests (1,600 paragraphs of 1,920
+// words: 2.3M tokens, 15 MB) queued at once from one caller: with 1M-token limits a machine on
+// which 480-word paragraphs took just over 1 s refused the second copy (RESOURCE_EXHAUSTED, CI
+// of session 66), and one on which they took just under refused the 960-word document.
 std::vector<std::string> WithBigDocuments(std::vector<std::string> flags) {
-  for (const char* f : {"--max_document_tokens=1000000", "--max_caller_queue_tokens=1000000",
-                        "--max_queue_tokens=2000000"}) {
+  for (const char* f : {"--max_document_tokens=4000000", "--max_caller_queue_tokens=8000000",
+                        "--max_queue_tokens=16000000", "--max_document_bytes=33554432"}) {
     flags.push_back(f);
   }
   return flags;
@@ -146,23 +150,23 @@ struct SlowRequest {
 };
 SlowRequest OverASecondAlone(v1::QuestionAnswering::Stub& stub) {
   SlowRequest big;
-  for (int words = 120; words <= 960 && big.seconds <= 1.0 && big.status.ok(); words *= 2) {
+  for (int words = 120; words <= 1920 && big.seconds <= 1.0 && big.status.ok(); words *= 2) {
     big.request = Request("kalo", Document(1600, words));
     big.seconds = TimedCall(stub, big.request, &big.status);
   }
   return big;
 }
 
-// A long request (800 paragraphs of 360 words: seconds on any machine) running on a server
-// started WithBigDocuments, for tests that queue requests behind it. running(): the server
-// counted it accepted and queued nothing else. Long enough to outlast a 700 ms deadline with
-// margin: 120-word paragraphs took about 1 s on CI once the attention was fused.
+// A long request (1,600 paragraphs of 480 words, 576k tokens: about 3 s on session 67's EPYC)
+// running on a server started WithBigDocuments, for tests that queue requests behind it.
+// running(): the server counted it accepted and queued nothing else. Long enough to outlast a
+// 700 ms deadline with margin: 800 paragraphs of 360 words sometimes ended within it there.
 class LongRequestRunning {
  public:
   explicit LongRequestRunning(const ServerProcess& server) : stub_(Stub(server.address())) {
     thread_ = std::thread([this] {
       v1::AnswerResponse r;
-      status_ = Call(*stub_, Request("kalo", Document(800, 360)), &r, 600000);
+      status_ = Call(*stub_, Request("kalo", Document(1600, 480)), &r, 600000);
       done_ = true;
     });
     running_ = UntilMetrics(server.metrics_port(), [](const std::string& page) {
