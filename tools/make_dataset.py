@@ -15,7 +15,7 @@ never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by p
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
                              [--min_cities 3] [--unanswerable questions|attributes|matched]
-                             [--names syllables|letters]
+                             [--names syllables|letters] [--similar_names SHARE]
 --kinds: the question kinds drawn from, a comma list in which repeating a kind weights it
 (default one_hop,one_hop,two_hop,yes_no,unanswerable; e.g. two_hop alone for a two-hop stage).
 --min_cities: at least this many cities a document, each with a paragraph stating its country (a
@@ -30,6 +30,9 @@ it (mostly birthplace, year and occupation), asked of a person who lacks it (or 
 person), so that no attribute says by itself whether a question has an answer.
 --names letters: train and dev names made of letters (onsets, vowels, codas) rather than the 35
 pieces of SYLLABLES, never a name the test split's syllables could make.
+--similar_names SHARE: in train and dev, that share of the people in a document are named after
+another one there: three of the four pieces of that person's name, in other places, and a new one
+("Naplen Yohol" beside "Naphol Yowi"), so that a question's person is told from look-alikes.
 Writes DIR/{train,dev,test}.jsonl and DIR/corpus.txt (text for the tokenizer).
 """
 import argparse
@@ -100,8 +103,8 @@ ESTABLISHED = (["In which year was {o} established?", "When was {o} founded?"],
                ["What year was {o} established in?", "In what year did {o} begin?"])
 
 
-def name(rng, syllables, parts=2):
-    return "".join(rng.choice(syllables) for _ in range(parts)).capitalize()
+def name_pieces(rng, syllables, parts=2):
+    return [rng.choice(syllables) for _ in range(parts)]
 
 
 # --names letters: syllables made of letters (onset, vowel, sometimes a coda), so that training
@@ -123,12 +126,12 @@ def made_of(word, syllables):
     return len(word) in ends
 
 
-def letters_name(rng, parts=2):
+def letters_pieces(rng, parts=2):
     while True:
-        word = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS)
-                       for _ in range(parts))
-        if not made_of(word, HELDOUT_SYLLABLES):  # never a possible test-split name
-            return word.capitalize()
+        pieces = [rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS)
+                  for _ in range(parts)]
+        if not made_of("".join(pieces), HELDOUT_SYLLABLES):  # never a possible test-split name
+            return pieces
 
 
 def compose(*parts):
@@ -145,16 +148,39 @@ def compose(*parts):
 class World:
     """Invented entities and their facts, for one document."""
 
-    def __init__(self, rng, syllables, people, cities, countries, orgs):
-        """syllables: the pieces names are made of, or None for letters_name's."""
+    def __init__(self, rng, syllables, people, cities, countries, orgs, similar=0.0):
+        """syllables: the pieces names are made of, or None for letters_pieces'. similar: the
+        share of people named after someone earlier in the document (look_alike)."""
         used = set()
 
-        def fresh(parts):
+        def new_pieces(parts):
+            if syllables is None:
+                return letters_pieces(rng, parts)
+            return name_pieces(rng, syllables, parts)
+
+        def fresh_pieces(parts):
             while True:
-                n = letters_name(rng, parts) if syllables is None else name(rng, syllables, parts)
-                if n not in used:
-                    used.add(n)
-                    return n
+                pieces = new_pieces(parts)
+                if "".join(pieces).capitalize() not in used:
+                    used.add("".join(pieces).capitalize())
+                    return pieces
+
+        def fresh(parts):
+            return "".join(fresh_pieces(parts)).capitalize()
+
+        def look_alike(pieces):
+            """A person's four name pieces: three of pieces', in other places, and a new one
+            ("Naplen Yohol", "Naphol Yowi"). Models answered about the wrong one of two such
+            people (session 66); a quarter of a long test document's people have one such
+            look-alike, a tenth of a training document's (two shared pieces are the rule)."""
+            for _ in range(20):
+                mine = rng.sample(pieces, 3) + new_pieces(1)
+                rng.shuffle(mine)
+                first, last = "".join(mine[:2]).capitalize(), "".join(mine[2:]).capitalize()
+                if first not in used and last not in used and first != last:
+                    used.update([first, last])
+                    return mine
+            return fresh_pieces(2) + fresh_pieces(2)  # its arrangements are taken: a new name
         self.countries = [fresh(3) for _ in range(countries)]
         self.cities = [{"name": fresh(2), "country": rng.choice(self.countries),
                         "population": rng.randrange(2, 900) * 1000} for _ in range(cities)]
@@ -165,8 +191,13 @@ class World:
                      for _ in range(orgs)]
         self.people = []
         for _ in range(people):
+            if self.people and similar > 0 and rng.random() < similar:
+                pieces = look_alike(rng.choice(self.people)["pieces"])
+            else:
+                pieces = fresh_pieces(2) + fresh_pieces(2)
             self.people.append({
-                "name": fresh(2) + " " + fresh(2),
+                "pieces": pieces,
+                "name": "".join(pieces[:2]).capitalize() + " " + "".join(pieces[2:]).capitalize(),
                 "city": rng.choice(self.cities),
                 "year": rng.randrange(1700, 2000),
                 "occupation": rng.choice(OCCUPATIONS) if rng.random() < 0.8 else None,
@@ -283,14 +314,14 @@ DEFAULT_KINDS = "one_hop,one_hop,two_hop,yes_no,unanswerable"
 
 def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT_KINDS.split(",")),
                  min_cities=3, unanswerable="questions", names="syllables",
-                 phrasings="seen"):
+                 phrasings="seen", similar_names=0.0):
     # ~18 tokens a paragraph; facts make up about a third of the paragraphs.
     paragraphs_wanted = max(12, target_tokens // 18)
     facts_wanted = max(6, paragraphs_wanted // 3)
     syllables = HELDOUT_SYLLABLES if test_split else SYLLABLES if names == "syllables" else None
     world = World(rng, syllables, people=max(3, facts_wanted // 3),
                   cities=max(min_cities, facts_wanted // 4), countries=max(2, facts_wanted // 10),
-                  orgs=max(2, facts_wanted // 6))
+                  orgs=max(2, facts_wanted // 6), similar=0.0 if test_split else similar_names)
     facts = fact_paragraphs(rng, world)
     paragraphs = [(t, a) for t, a in facts]
     while len(paragraphs) < paragraphs_wanted:
@@ -409,6 +440,9 @@ def main():
     parser.add_argument("--phrasings", choices=["seen", "wide"], default="seen",
                         help="train and dev questions in the seen phrasings, or wide: those and "
                         "as many more (never the test split's held-out ones)")
+    parser.add_argument("--similar_names", type=float, default=0.0, metavar="SHARE",
+                        help="in train and dev, this share of people get a name sharing three of "
+                        "its four pieces with another person's in the same document")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     unknown = sorted(set(kinds) - set(KINDS))
@@ -416,6 +450,8 @@ def main():
         parser.error(f"--kinds: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})")
     if args.min_cities < 1:
         parser.error("--min_cities: at least 1")
+    if not 0 <= args.similar_names <= 1:
+        parser.error("--similar_names: a share from 0 to 1")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "corpus.txt"), "w") as corpus:
         for split_index, (split, count) in enumerate(
@@ -427,7 +463,7 @@ def main():
                     tokens = rng.randint(args.min_tokens, args.max_tokens)
                     example = make_example(rng, f"{split}-{i}", tokens, split == "test", kinds,
                                            args.min_cities, args.unanswerable, args.names,
-                                           args.phrasings)
+                                           args.phrasings, args.similar_names)
                     out.write(json.dumps(example, ensure_ascii=False) + "\n")
                     if split == "train":
                         corpus.write(example["question"] + "\n")

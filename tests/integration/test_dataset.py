@@ -221,6 +221,42 @@ def test_names_letters_widens_training_names_and_keeps_the_test_split(tmp_path):
     assert not person_names(letters["test"]) & letter_names
 
 
+def test_similar_names_puts_look_alike_people_in_training_documents(tmp_path):
+    """--similar_names: people named with three pieces of another person's name in the
+    same document; every name stays unique, the gold spans stay right (make_example asserts
+    them) and the test split is the one the default makes."""
+    import random
+    tool = load_tool()
+
+    def look_alikes(world):  # people sharing three name pieces or more with an earlier one
+        count = 0
+        for i, p in enumerate(world.people):
+            for q in world.people[:i]:
+                shared = sum(min(p["pieces"].count(x), q["pieces"].count(x))
+                             for x in set(p["pieces"]))
+                if shared >= 3:  # (4: the new piece is the one left out)
+                    count += 1
+                    break
+        return count
+    for names in (tool.SYLLABLES, None):  # syllable names and --names letters
+        plain = tool.World(random.Random(3), names, 40, 10, 3, 5)
+        drilled = tool.World(random.Random(3), names, 40, 10, 3, 5, similar=0.5)
+        # About half of 39 (a name whose look-alikes used every free combination is drawn anew);
+        # 0-3 by chance.
+        assert look_alikes(drilled) >= 15 > 5 >= look_alikes(plain)
+        words = [w for p in drilled.people for w in p["name"].split()]
+        assert len(words) == len(set(words))  # first and last names unique in the document
+        assert all(p["name"] == " ".join("".join(half).capitalize() for half in
+                                         (p["pieces"][:2], p["pieces"][2:])) for p in drilled.people)
+    default = generate(tmp_path / "d", 6)
+    similar = generate(tmp_path / "s", 6, "--similar_names", "0.5")
+    assert similar["test"] == default["test"]
+    assert similar["train"] != default["train"]
+    bad = subprocess.run([sys.executable, TOOL, "--out", str(tmp_path / "b"), "--similar_names",
+                          "2"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--similar_names: a share from 0 to 1" in bad.stderr
+
+
 def test_no_paragraph_but_the_gold_one_states_an_occupation(tmp_path):
     """An unanswerable occupation question has no occupation stated for its person anywhere, and a
     one-hop one only in its gold paragraph (a distractor once said "a judge named X")."""

@@ -14,8 +14,8 @@
 # UNANSWERABLE (make_dataset.py's --unanswerable for the long documents, default questions) and
 # SHORT_MIX (the folder in W/data the short rows come from, default mix4): session 65's
 # matched-round.sh set both; PHRASINGS (make_dataset.py's --phrasings for the long documents,
-# default seen; session 66), NAMES (its --names, default syllables); TRAIN_ONLY=1: stop once
-# trained (rebuild.sh's stage 6).
+# default seen; session 66), NAMES (its --names, default syllables), SIMILAR (its --similar_names,
+# default 0; session 67); TRAIN_ONLY=1: stop once trained (rebuild.sh's stage 6).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -23,17 +23,18 @@ export W="${W:-build/mixed-round}"  # score_model.sh reads it too
 START="${START:-models/checkpoints/cluster_former_minilm}" NAME="${NAME:-mixed}"
 SHORT="${SHORT:-1850}" LONG="${LONG:-60}" SEED="${SEED:-81}"
 MIX_SEED="${MIX_SEED:-27}" UNANSWERABLE="${UNANSWERABLE:-questions}" SHORT_MIX="${SHORT_MIX:-mix4}"
-PHRASINGS="${PHRASINGS:-seen}" NAMES="${NAMES:-syllables}"
+PHRASINGS="${PHRASINGS:-seen}" NAMES="${NAMES:-syllables}" SIMILAR="${SIMILAR:-0}"
 D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
 [[ $UNANSWERABLE == questions ]] || { long+=-$UNANSWERABLE; mix+=-$UNANSWERABLE; }
 [[ $PHRASINGS == seen ]] || { long+=-$PHRASINGS; mix+=-$PHRASINGS; }
 [[ $NAMES == syllables ]] || { long+=-$NAMES; mix+=-$NAMES; }
+[[ $SIMILAR == 0 ]] || { long+=-similar$SIMILAR; mix+=-similar$SIMILAR; }
 [[ $SHORT_MIX == mix4 ]] || mix+=-$SHORT_MIX
 [[ $MIX_SEED == 27 ]] || mix+=-mix$MIX_SEED
 [[ -s $D/$long/train.jsonl ]] ||
   python3 tools/make_dataset.py --out "$D/$long" --seed "$SEED" --train "$LONG" \
     --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 --unanswerable "$UNANSWERABLE" \
-    --phrasings "$PHRASINGS" --names "$NAMES"
+    --phrasings "$PHRASINGS" --names "$NAMES" --similar_names "$SIMILAR"
 python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" \
   "$SHORT_MIX/train:r6-:0:$SHORT" "$long/train:long-:0:$LONG"
 cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
