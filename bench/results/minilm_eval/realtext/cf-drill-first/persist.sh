@@ -7,7 +7,7 @@
 # rounded to bf16 and a fresh optimizer: not the same run as the chain in one go.
 # Usage: persist.sh STAGE   (1 drill, 3 lds300, 4 hls, 5 the real-English round, 6 the matched
 # wide round; env W, default build/cf-r10; NULL_THRESHOLD: config.json's, e.g. the stage's calib5
-# threshold as realtext.sh chose it; session 66 kept stage 6 with +8.45611). Not 2: stage 3
+# threshold as realtext.sh chose it; session 68 kept stage 6 with +1.85283). Not 2: stage 3
 # resumes stage 2's run, which needs the optimizer state a kept stage lacks.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"

@@ -9,8 +9,9 @@
 #   4. the long stage of 12-city 8k-32k documents (hop-long-stage.sh) -> W/hls;
 #   5. (session 60) a real-English round: round 6's mix and settings (replay-stage.sh: 900 steps
 #      at lr 2e-5; its data in W/realtext/data) -> W/realtext/round;
-#   6. (session 66) the matched wide round: matched-round.sh with PHRASINGS=wide and shuffle seed
-#      28 (every generated row with --unanswerable matched --phrasings wide) -> W/matched-wide/round.
+#   6. (session 66) the matched wide round: matched-round.sh with PHRASINGS=wide (every generated
+#      row with --unanswerable matched --phrasings wide); since session 68 also SIMILAR=0.5
+#      (--similar_names 0.5) and shuffle seed 27, the round kept then -> W/matched-wide/round.
 # Each stage resumes where a stopped run left it and is skipped once finished. The logs land beside
 # this script as rebuild-*-train.log (the first runs' logs stay as they were). To keep a stage past
 # the checkout (build/ does not survive one), ship it in bf16 into models/checkpoints/ (persist.sh);
@@ -53,8 +54,9 @@ if ((kept < 5)); then
   cp "$W/realtext/round.log" "$HERE/rebuild-replay-train.log"
 fi
 ((LAST >= 6 && kept < 6)) || exit 0
-# Stage 6 (session 66): matched-round.sh's wide round (every generated row with --unanswerable
-# matched and --phrasings wide, shuffle seed 28) from stage 5, on stage 5's real-English data.
+# Stage 6 (session 66; session 68's recipe): matched-round.sh's wide round with look-alike names
+# (every generated row with --unanswerable matched, --phrasings wide and --similar_names 0.5,
+# shuffle seed 27) from stage 5, on stage 5's real-English data.
 mkdir -p "$W/matched-wide"
 [[ -e $W/matched-wide/data ]] || ln -s ../realtext/data "$W/matched-wide/data"
 if [[ ! -s $W/realtext/data/mix4/dev.jsonl ]]; then  # stage 5 kept, so not trained here
@@ -63,5 +65,5 @@ if [[ ! -s $W/realtext/data/mix4/dev.jsonl ]]; then  # stage 5 kept, so not trai
   env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W/realtext"
 fi
 stage5=$W/realtext/round w6=$W/matched-wide
-START=$stage5 W=$w6 PHRASINGS=wide MIX_SEED=28 NAME=rebuild-matchedwide TRAIN_ONLY=1 \
-  bash "$HERE/matched-round.sh"
+START=$stage5 W=$w6 PHRASINGS=wide SIMILAR=0.5 MIX_SEED=27 NAME=rebuild-matchedwidesimilar \
+  TRAIN_ONLY=1 bash "$HERE/matched-round.sh"
