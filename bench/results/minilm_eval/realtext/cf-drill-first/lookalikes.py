@@ -60,7 +60,8 @@ def main():
         rows.append((g["example_id"], most >= 3))
     print(f"one-hop questions {len(rows)}, with a look-alike (3 or 4 pieces shared) "
           f"{sum(r[1] for r in rows)}\n")
-    print(f"| model | subject | n | forced paragraph wrong | median margin | margins <= {margin_bar:+g} |")
+    print("| model | subject | n | forced paragraph wrong | median margin | "
+          f"margins <= {margin_bar:+g} |")
     print("| --- | --- | --- | --- | --- | --- |")
     for arg in sys.argv[2:]:
         name, path = arg.split("=", 1)

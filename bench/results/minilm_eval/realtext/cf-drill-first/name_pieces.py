@@ -24,7 +24,8 @@ def word(pieces):
 
 
 kinds = {"training names, SYLLABLES": lambda: word(md.name_pieces(rng, md.SYLLABLES, 2)),
-         "test names, HELDOUT_SYLLABLES": lambda: word(md.name_pieces(rng, md.HELDOUT_SYLLABLES, 2)),
+         "test names, HELDOUT_SYLLABLES":
+             lambda: word(md.name_pieces(rng, md.HELDOUT_SYLLABLES, 2)),
          "training names, --names letters": lambda: word(md.letters_pieces(rng, 2))}
 pieces = {}
 print("| names | pieces a name | distinct pieces in 2,000 | e.g. |")
