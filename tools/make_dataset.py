@@ -107,6 +107,11 @@ def name_pieces(rng, syllables, parts=2):
     return [rng.choice(syllables) for _ in range(parts)]
 
 
+def word(pieces):
+    """A name word (a city, a country, half a person's name) from its pieces."""
+    return "".join(pieces).capitalize()
+
+
 # --names letters: syllables made of letters (onset, vowel, sometimes a coda), so that training
 # names are not all built from the pieces of SYLLABLES: models trained long on those null many
 # questions about the test split's names (docs/demo-model.md, session 54), as if a name were known
@@ -117,13 +122,13 @@ VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "ai", "ea", "ou", "y
 CODAS = ["", "", "", "", "", "", "l", "n", "r", "s", "m", "x", "nd", "rt"]
 
 
-def made_of(word, syllables):
-    """Whether word is a concatenation of syllables (a name the test split could hold)."""
+def made_of(text, syllables):
+    """Whether text is a concatenation of syllables (a name the test split could hold)."""
     ends = {0}
-    for i in range(len(word)):
+    for i in range(len(text)):
         if i in ends:
-            ends.update(i + len(s) for s in syllables if word.startswith(s, i))
-    return len(word) in ends
+            ends.update(i + len(s) for s in syllables if text.startswith(s, i))
+    return len(text) in ends
 
 
 def letters_pieces(rng, parts=2):
@@ -161,12 +166,12 @@ class World:
         def fresh_pieces(parts):
             while True:
                 pieces = new_pieces(parts)
-                if "".join(pieces).capitalize() not in used:
-                    used.add("".join(pieces).capitalize())
+                if word(pieces) not in used:
+                    used.add(word(pieces))
                     return pieces
 
         def fresh(parts):
-            return "".join(fresh_pieces(parts)).capitalize()
+            return word(fresh_pieces(parts))
 
         def look_alike(pieces):
             """A person's four name pieces: three of pieces', in other places, and a new one
@@ -176,7 +181,7 @@ class World:
             for _ in range(20):
                 mine = rng.sample(pieces, 3) + new_pieces(1)
                 rng.shuffle(mine)
-                first, last = "".join(mine[:2]).capitalize(), "".join(mine[2:]).capitalize()
+                first, last = word(mine[:2]), word(mine[2:])
                 if first not in used and last not in used and first != last:
                     used.update([first, last])
                     return mine
@@ -197,7 +202,7 @@ class World:
                 pieces = fresh_pieces(2) + fresh_pieces(2)
             self.people.append({
                 "pieces": pieces,
-                "name": "".join(pieces[:2]).capitalize() + " " + "".join(pieces[2:]).capitalize(),
+                "name": word(pieces[:2]) + " " + word(pieces[2:]),
                 "city": rng.choice(self.cities),
                 "year": rng.randrange(1700, 2000),
                 "occupation": rng.choice(OCCUPATIONS) if rng.random() < 0.8 else None,

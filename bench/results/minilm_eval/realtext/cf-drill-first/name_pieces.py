@@ -16,17 +16,10 @@ tokenizer = Tokenizer.from_file("models/demo/tokenizer.json")
 tokenizer.no_padding()
 tokenizer.no_truncation()
 rng = random.Random(1)
-
-
-def word(pieces):
-    """A name word as make_dataset.py writes it from its pieces."""
-    return "".join(pieces).capitalize()
-
-
-kinds = {"training names, SYLLABLES": lambda: word(md.name_pieces(rng, md.SYLLABLES, 2)),
+kinds = {"training names, SYLLABLES": lambda: md.word(md.name_pieces(rng, md.SYLLABLES, 2)),
          "test names, HELDOUT_SYLLABLES":
-             lambda: word(md.name_pieces(rng, md.HELDOUT_SYLLABLES, 2)),
-         "training names, --names letters": lambda: word(md.letters_pieces(rng, 2))}
+             lambda: md.word(md.name_pieces(rng, md.HELDOUT_SYLLABLES, 2)),
+         "training names, --names letters": lambda: md.word(md.letters_pieces(rng, 2))}
 pieces = {}
 print("| names | pieces a name | distinct pieces in 2,000 | e.g. |")
 print("| --- | --- | --- | --- |")
