@@ -71,6 +71,10 @@ QaModel::QaModel(const ModelConfig& config, const TensorMap& weights, Precision 
       type_b_(WeightAt(weights, std::string(kAnswerType) + ".bias")) {
   if (config_.architecture == Architecture::kEtc) {
     etc_ = std::make_unique<EtcEncoder>(config_, weights, kEtcScoreBudget, precision);
+    if (config_.etc.supporting_fact_head) {
+      supporting_w_ = WeightAt(weights, std::string(kSupportingFact) + ".weight");
+      supporting_b_ = WeightAt(weights, std::string(kSupportingFact) + ".bias");
+    }
   } else {
     cluster_former_ = std::make_unique<ClusterFormerEncoder>(config_, weights, precision);
   }
@@ -124,7 +128,7 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelInput>& batch,
                                                      const at::Device& device,
                                                      const StopCheck& stop,
-                                                     std::vector<int64_t>* context_begin) const {
+                                                     QaLogits* logits) const {
   std::vector<EtcInput> inputs;
   for (const QaModelInput& r : batch) {
     inputs.push_back(MakeEtcInput(config_, QuestionPieces(r), r.document->ids,
@@ -132,7 +136,26 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
                                   static_cast<int64_t>(r.document->paragraph_bytes.size())));
   }
   const EtcOutput out = etc_->Forward(inputs, device, stop);
-  *context_begin = out.long_begin;
+  logits->context_begin = out.long_begin;
+  if (supporting_w_.defined()) {
+    std::vector<int64_t> rows;
+    logits->segments_begin = {0};
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const std::vector<int64_t>& segment = inputs[r].global_segment;
+      for (size_t g = 0; g < segment.size(); ++g) {
+        if (segment[g] >= 0) rows.push_back(out.global_begin[r] + static_cast<int64_t>(g));
+      }
+      logits->segments_begin.push_back(static_cast<int64_t>(rows.size()));
+      int64_t segments = 0;
+      logits->paragraph_segment.push_back(
+          SegmentOfParagraphs(batch[r].document->token_paragraph,
+                              static_cast<int64_t>(batch[r].document->paragraph_bytes.size()),
+                              config_.etc.max_segments, &segments));
+    }
+    logits->supporting = at::linear(GatherRowsTrainable(out.global_states, Upload(rows, device)),
+                                    supporting_w_, supporting_b_)
+                             .squeeze(1);
+  }
   // Answer type from the global CLS token (the first global token of each request); left
   // undefined for "paragraph", as in EncodeClusterFormer.
   if (config_.answer_type_pooling == "paragraph") return {out.long_states, at::Tensor()};
@@ -145,7 +168,7 @@ QaLogits QaModel::Forward(const std::vector<QaModelInput>& batch, const at::Devi
                           const StopCheck& stop) const {
   QaLogits out;
   const auto [context, type_input] = etc_
-                                         ? EncodeEtc(batch, device, stop, &out.context_begin)
+                                         ? EncodeEtc(batch, device, stop, &out)
                                          : EncodeClusterFormer(batch, device, observer, stop, &out);
   // Heads: span and long-answer scores on every document token, answer type per request.
   const at::Tensor span = at::linear(context, qa_w_, qa_b_);

@@ -31,6 +31,12 @@ struct QaLogits {
   // [begin, end) [Kt].
   at::Tensor window_start, window_end;
   std::vector<int64_t> windows_begin, window_context_begin, window_context_end;
+  // ETC with etc.supporting_fact_head only (else undefined/empty): a supporting-fact score per
+  // segment token [sum s], each request's first segment there [n+1], and per request the segment
+  // of each paragraph (the trainer's targets are paragraphs).
+  at::Tensor supporting;
+  std::vector<int64_t> segments_begin;
+  std::vector<std::vector<int64_t>> paragraph_segment;
 };
 
 // The Cluster-Former's window inputs of a batch (with exact-match flags when the config asks).
@@ -59,9 +65,10 @@ class QaModel {
       const std::vector<QaModelInput>& batch, const at::Device& device,
       const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,
       QaLogits* out) const;
+  // Sets out's context_begin, and its supporting-fact fields when the config has the head.
   std::pair<at::Tensor, at::Tensor> EncodeEtc(const std::vector<QaModelInput>& batch,
                                               const at::Device& device, const StopCheck& stop,
-                                              std::vector<int64_t>* context_begin) const;
+                                              QaLogits* out) const;
 
   // answer_type_pooling "paragraph": per request, the paragraph tokens' states [n, d] weighted
   // by the softmax of their long-answer scores.
@@ -73,6 +80,7 @@ class QaModel {
   std::unique_ptr<ClusterFormerEncoder> cluster_former_;  // one of the two is set
   std::unique_ptr<EtcEncoder> etc_;
   at::Tensor qa_w_, qa_b_, long_w_, long_b_, type_w_, type_b_;
+  at::Tensor supporting_w_, supporting_b_;  // etc.supporting_fact_head only
 };
 
 }  // namespace longqa

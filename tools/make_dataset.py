@@ -10,7 +10,9 @@ organisations, shuffled among distractor paragraphs that reuse the same words. Q
 Each kind has several phrasings and each fact several sentence forms. The test split is held out
 twice over: its entity names use other syllables, and half its questions use phrasings training
 never sees (field "phrasing": "seen" or "heldout", for `longqa eval --group_by phrasing`). Output per split: JSONL in the gold format `longqa eval` reads
-(docs/cli.md) plus "kind"; byte offsets index the paragraphs joined by "\\n\\n" (the API's layout).
+(docs/cli.md) plus "kind" and "supporting" (the paragraphs whose facts the answer needs: the long
+answer, and for two-hop also the birth paragraph; longqa-train's supporting-fact loss reads it);
+byte offsets index the paragraphs joined by "\\n\\n" (the API's layout).
 
 Usage: tools/make_dataset.py --out DIR [--seed 1] [--train 2000 --dev 200 --test 200]
                              [--min_tokens 2000 --max_tokens 16000] [--kinds LIST]
@@ -407,6 +409,16 @@ def make_example(rng, example_id, target_tokens, test_split, kinds=tuple(DEFAULT
         text, answers = paragraphs[index]
         start = joined_offsets[index]
         example["long_answer"] = {"start_byte": start, "end_byte": start + len(text.encode())}
+        # The paragraphs whose facts the answer needs (ETC's HotpotQA supporting facts): the
+        # long answer, and for two-hop the birth paragraph that names the city too.
+        needed = {index}
+        if kind == "two_hop":
+            needed.add(next(i for i, (_, a) in enumerate(paragraphs)
+                            if ("born_city", person["name"]) in a))
+        example["supporting"] = [
+            {"start_byte": joined_offsets[i],
+             "end_byte": joined_offsets[i] + len(paragraphs[i][0].encode())}
+            for i in sorted(needed)]
         if yes_no == "NONE":
             answer_text = {"born_city": person["city"]["name"], "birth_year": str(person["year"]),
                            "occupation": person["occupation"],

@@ -11,6 +11,8 @@ ETC's relative-label embeddings, zero at first, so that the first step attends a
 model did (scores q·k) and training adds the labels from there. Positions: "document" (long
 token t at question pieces + 2 + t, as in a window, wrapping around the table) by default.
 The folder's null threshold is reset to 0: calibrate it again (longqa eval --calibrate_null).
+--supporting_fact_head adds ETC's supporting-fact head (docs/model-format.md): a training signal
+that asks the segment tokens of the paragraphs an answer needs to score highest.
 """
 import argparse
 import json
@@ -54,6 +56,11 @@ def convert(args):
     d = config["hidden_size"]
     for i in range(len(layers)):
         weights[f"encoder.layer.{i}.attention.self.relative_key"] = torch.zeros(labels, d)
+    if args.supporting_fact_head:  # new, initialised as import_hf.py's new heads
+        generator = torch.Generator().manual_seed(args.seed)
+        weights["supporting_fact.weight"] = torch.empty(1, d).normal_(0.0, 0.02,
+                                                                      generator=generator)
+        weights["supporting_fact.bias"] = torch.zeros(1)
 
     for key in WINDOW_ONLY:
         config.pop(key, None)
@@ -62,7 +69,8 @@ def convert(args):
     config["null_threshold"] = 0.0
     config["etc"] = {"radius": args.radius, "relative_clip": args.relative_clip,
                      "shared_projections": True, "hard_g2l_mask": args.hard_g2l_mask,
-                     "max_segments": args.max_segments, "positions": args.positions}
+                     "max_segments": args.max_segments, "positions": args.positions,
+                     "supporting_fact_head": args.supporting_fact_head}
     if args.positions == "none":
         config.pop("max_position_embeddings", None)
 
@@ -89,6 +97,10 @@ def main():
                    help="most segment (global) tokens; consecutive paragraphs merge beyond it")
     p.add_argument("--hard_g2l_mask", action="store_true",
                    help="a segment token attends only to its own segment's tokens")
+    p.add_argument("--supporting_fact_head", action="store_true",
+                   help="a supporting-fact head on the segment tokens, trained by longqa-train's "
+                        "supporting-fact loss from the data's \"supporting\" paragraphs")
+    p.add_argument("--seed", type=int, default=1, help="seed of the new head's initialisation")
     convert(p.parse_args())
 
 

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace longqa {
 namespace {
 
@@ -23,7 +25,7 @@ QaLossResult ComputeQaLoss(const QaLogits& logits,
   const at::Tensor type_loss = at::cross_entropy_loss(logits.type, type_targets);
   const at::Tensor type_hits = (logits.type.detach().argmax(1) == type_targets).to(at::kCPU);
 
-  std::vector<at::Tensor> long_terms, span_terms;
+  std::vector<at::Tensor> long_terms, span_terms, supporting_terms;
   for (size_t i = 0; i < batch.size(); ++i) {
     const TrainingExample& ex = *batch[i];
     const TokenizedDocument& doc = ex.prepared.document;
@@ -58,6 +60,28 @@ QaLossResult ComputeQaLoss(const QaLogits& logits,
       right = right && start_hit && end_hit;
     }
     r.all_correct += right;
+    if (logits.supporting.defined() && !ex.supporting_paragraphs.empty()) {
+      std::vector<int64_t> segments;
+      for (const int64_t p : ex.supporting_paragraphs) {
+        segments.push_back(logits.paragraph_segment[i][p]);
+      }
+      segments.erase(std::unique(segments.begin(), segments.end()), segments.end());
+      const at::Tensor scores = logits.supporting.narrow(
+          0, logits.segments_begin[i], logits.segments_begin[i + 1] - logits.segments_begin[i]);
+      // Each segment a yes/no, positives and negatives weighted alike: no floor for two targets
+      // (a softmax would cap each at 1/2) and no drowning of one target among 256 segments.
+      at::Tensor positive = at::zeros_like(scores, at::kBool);
+      positive.index_fill_(0, at::tensor(segments, at::kLong).to(scores.device()), true);
+      const at::Tensor log_yes = at::log_sigmoid(scores), log_no = at::log_sigmoid(-scores);
+      at::Tensor term = -log_yes.masked_select(positive).mean();
+      if (segments.size() < static_cast<size_t>(scores.size(0))) {
+        term = term - log_no.masked_select(positive.logical_not()).mean();
+      }
+      supporting_terms.push_back(term);
+      ++r.supporting_targets;
+      const int64_t best = scores.argmax().item<int64_t>();
+      r.supporting_correct += std::find(segments.begin(), segments.end(), best) != segments.end();
+    }
   }
   r.total = type_loss;
   r.type_loss = type_loss.item<double>();
@@ -69,6 +93,11 @@ QaLossResult ComputeQaLoss(const QaLogits& logits,
   if (!span_terms.empty()) {
     const at::Tensor s = at::stack(span_terms).mean();
     r.span_loss = s.item<double>();
+    r.total = r.total + s;
+  }
+  if (!supporting_terms.empty()) {
+    const at::Tensor s = at::stack(supporting_terms).mean();
+    r.supporting_loss = s.item<double>();
     r.total = r.total + s;
   }
   return r;

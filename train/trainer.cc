@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "model/format/model_folder.h"
 #include "model/format/safetensors.h"
@@ -36,6 +37,8 @@ void Accumulate(const QaLossResult& loss, QaLossResult* sum) {
   sum->long_correct += loss.long_correct;
   sum->span_targets += loss.span_targets;
   sum->span_correct += loss.span_correct;
+  sum->supporting_targets += loss.supporting_targets;
+  sum->supporting_correct += loss.supporting_correct;
   sum->all_correct += loss.all_correct;
 }
 
@@ -232,14 +235,19 @@ void Trainer::Log(const QaLossResult& loss, double grad_norm, double lr) {
   const double now = NowSeconds();
   auto ratio = [](int64_t a, int64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / b; };
   const QaLossResult& s = since_log_;
+  // The supporting-fact accuracy only where the model has the head and the data the targets.
+  const std::string supporting =
+      s.supporting_targets == 0
+          ? ""
+          : absl::StrFormat(" supporting %.2f", ratio(s.supporting_correct, s.supporting_targets));
   std::printf(
-      "step %ld stage %ld  loss %.3f  train type %.2f long %.2f span %.2f all %.2f  running "
+      "step %ld stage %ld  loss %.3f  train type %.2f long %.2f span %.2f all %.2f%s  running "
       "%.2f  lr %.1e  |g| %.2f  %.0f tok/s  %.0f min\n",
       static_cast<long>(state_.step), static_cast<long>(state_.stage),
       loss_since_log_ / steps_since_log_, ratio(s.type_correct, s.examples),
       ratio(s.long_correct, s.long_targets), ratio(s.span_correct, s.span_targets),
-      ratio(s.all_correct, s.examples), curriculum_.running_accuracy(), lr, grad_norm,
-      tokens_since_log_ / std::max(1e-9, now - log_start_seconds_),
+      ratio(s.all_correct, s.examples), supporting.c_str(), curriculum_.running_accuracy(), lr,
+      grad_norm, tokens_since_log_ / std::max(1e-9, now - log_start_seconds_),
       (now - run_start_seconds_) / 60);
   std::fflush(stdout);
   since_log_ = QaLossResult{};

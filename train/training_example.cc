@@ -1,5 +1,6 @@
 #include "train/training_example.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
                                                     const Engine& engine) {
   TrainingExample ex;
   QaRequest request;
+  std::vector<ByteRange> supporting;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json_line);
@@ -28,6 +30,9 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
     request = QaRequestFromJson(j);
     if (j.contains("long_answer") && j["long_answer"].is_object()) {
       ex.long_bytes = SpanOf(j["long_answer"]);
+    }
+    for (const nlohmann::json& s : j.value("supporting", nlohmann::json::array())) {
+      supporting.push_back(SpanOf(s));
     }
     const auto shorts = j.value("short_answers", nlohmann::json::array());
     if (!shorts.empty()) ex.short_bytes = SpanOf(shorts[0]);
@@ -52,6 +57,16 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
                        ex.long_bytes.second, ") is not one of the document's paragraphs"));
     }
   }
+  for (const ByteRange& bytes : supporting) {
+    const auto it = std::find(doc.paragraph_bytes.begin(), doc.paragraph_bytes.end(), bytes);
+    if (it == doc.paragraph_bytes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(ex.example_id, ": the supporting fact [",
+                                                     bytes.first, ", ", bytes.second,
+                                                     ") is not one of the document's paragraphs"));
+    }
+    ex.supporting_paragraphs.push_back(it - doc.paragraph_bytes.begin());
+  }
+  std::sort(ex.supporting_paragraphs.begin(), ex.supporting_paragraphs.end());
   if (ex.short_bytes.first >= 0 && ex.long_paragraph >= 0) {
     // First token ending after the span's start; last token starting before its end (pieces
     // carry their leading space, so a token's span may begin one byte early).

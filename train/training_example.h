@@ -21,6 +21,10 @@ struct TrainingExample {
   int64_t short_end = -1;
   ByteRange long_bytes{-1, -1};  // gold spans in the text, for exact-match scoring
   ByteRange short_bytes{-1, -1};
+  // Paragraphs whose facts the answer needs (JSONL "supporting", byte ranges of paragraphs, as
+  // tools/make_dataset.py writes them), ascending; empty when the line has none. Read by the
+  // supporting-fact loss of ETC models with the head.
+  std::vector<int64_t> supporting_paragraphs;
 };
 
 // Parses one gold line and tokenizes it with the engine's tokenizer. Errors name what is wrong

@@ -104,6 +104,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (k.bits < 1 || k.bits > 63) return bad("clustered_attention.bits", "must be in [1, 63]");
     if (k.iterations < 0) return bad("clustered_attention.iterations", "must not be negative");
     if (k.topk <= 0) return bad("clustered_attention.topk", "must be positive");
+    if (c.etc.supporting_fact_head) {
+      return bad("etc.supporting_fact_head", "needs architecture \"etc\" (segment tokens)");
+    }
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
     }
@@ -336,6 +339,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     LONGQA_RETURN_IF_ERROR(Read(e, "hard_g2l_mask", &c.etc.hard_g2l_mask, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "max_segments", &c.etc.max_segments, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "positions", &c.etc.positions, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "supporting_fact_head", &c.etc.supporting_fact_head, false));
   }
   if (j.contains("clustered_attention")) {
     const json& k = j["clustered_attention"];
@@ -401,7 +405,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
               {"shared_projections", c.etc.shared_projections},
               {"hard_g2l_mask", c.etc.hard_g2l_mask},
               {"max_segments", c.etc.max_segments},
-              {"positions", c.etc.positions}};
+              {"positions", c.etc.positions},
+              {"supporting_fact_head", c.etc.supporting_fact_head}};
   j["clustered_attention"] = {{"clusters", c.clustered.clusters},
                               {"bits", c.clustered.bits},
                               {"iterations", c.clustered.iterations},

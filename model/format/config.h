@@ -43,6 +43,12 @@ struct EtcConfig {
   // SEP: question + 2 + t, wrapping around the table as Longformer tiles BERT's 512 positions).
   // Globals: CLS 0, question 1.., segment tokens 0.
   std::string positions = "none";
+  // A supporting-fact head (weights supporting_fact.*, [1, d]) on the segment tokens: a training
+  // signal only, as ETC trains HotpotQA's supporting facts from its sentence globals (§4): the
+  // trainer's loss asks the segments holding the paragraphs an answer needs to score highest, so
+  // that a two-hop fact reaches a segment token where the answer's paragraph can read it.
+  // Serving ignores it.
+  bool supporting_fact_head = false;
 };
 
 // Clustered attention layers (K, and I for the improved form): Vyas et al. 2020 §3.

@@ -29,6 +29,10 @@ std::map<std::string, std::vector<int64_t>> ExpectedShapes(const ModelConfig& c)
   if (!etc || c.etc.positions != "none")
     shapes["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, d};
   if (c.exact_match_feature) shapes[kExactMatchEmbeddings] = {2, d};
+  if (etc && c.etc.supporting_fact_head) {
+    shapes[absl::StrCat(kSupportingFact, ".weight")] = {1, d};
+    shapes[absl::StrCat(kSupportingFact, ".bias")] = {1};
+  }
   size_t cluster_layer = 0;
   for (int64_t i = 0; i < c.num_layers(); ++i) {
     const std::string s = LayerScope(i);

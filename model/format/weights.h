@@ -22,6 +22,9 @@ inline constexpr char kQaOutputs[] = "qa_outputs";    // [2, d]: short start, en
 inline constexpr char kLongAnswer[] = "long_answer";  // [1, d]: paragraph score
 inline constexpr char kAnswerType[] = "answer_type";  // [5, d]: null, yes, no, short, long
 inline constexpr int64_t kNumAnswerTypes = 5;
+// [1, d]: a segment token's supporting-fact score (ETC with etc.supporting_fact_head; training
+// only)
+inline constexpr char kSupportingFact[] = "supporting_fact";
 inline constexpr char kExactMatchEmbeddings[] =
     "embeddings.exact_match_embeddings.weight";  // [2, d]
 

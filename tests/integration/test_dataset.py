@@ -283,3 +283,33 @@ def test_no_paragraph_but_the_gold_one_states_an_occupation(tmp_path):
                 assert stating == [gold.decode()], (e["example_id"], e["question"], stating)
             checked[e["kind"]] += 1
     assert checked["one_hop"] >= 20 and checked["unanswerable"] >= 10, checked
+
+
+def test_supporting_paragraphs_are_the_facts_the_answer_needs(tmp_path):
+    data = generate(tmp_path / "s", 4, "--kinds", "one_hop,two_hop,yes_no,unanswerable")
+    seen = set()
+    for e in data["train"] + data["dev"] + data["test"]:
+        text = "\n\n".join(e["paragraphs"]).encode()
+        if e["kind"] == "unanswerable":
+            assert "supporting" not in e
+            continue
+        spans = [(s["start_byte"], s["end_byte"]) for s in e["supporting"]]
+        assert spans == sorted(set(spans))
+        read = [text[b:end].decode() for b, end in spans]
+        assert all(p in e["paragraphs"] for p in read), e["example_id"]
+        la = e["long_answer"]
+        assert (la["start_byte"], la["end_byte"]) in spans  # the long answer is one of them
+        if e["kind"] != "two_hop":
+            assert len(spans) == 1
+            continue
+        # Two-hop: also the paragraph that says where the person was born, naming the city
+        # whose country paragraph is the long answer.
+        assert len(spans) == 2
+        answer = text[la["start_byte"]:la["end_byte"]].decode()
+        (birth,) = [p for p in read if p != answer]
+        assert "born" in birth.lower(), birth
+        assert any(name in birth for name in re.findall(r"[A-Z]\w+ [A-Z]\w+", e["question"])), e
+        # The city named there is the one whose paragraph answers.
+        assert set(re.findall(r"[A-Z]\w+", birth)) & set(re.findall(r"[A-Z]\w+", answer)), e
+        seen.add(e["kind"])
+    assert seen == {"two_hop"}

@@ -1,6 +1,7 @@
 """tools/window_to_etc.py: a trained window model (Cluster-Former layers) becomes an ETC folder that
 keeps every encoder and head weight bit for bit, drops the centroids, adds zero relative-label
-embeddings, and is served; folders it cannot convert are refused with the reason."""
+embeddings (and on request the supporting-fact head), and is served; folders it cannot convert
+are refused with the reason."""
 import json
 import os
 import subprocess
@@ -65,7 +66,8 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
     config = json.loads((tmp_path / "etc" / "config.json").read_text())
     assert config["architecture"] == "etc" and config["layers"] == "EEEEE"
     assert config["etc"] == {"radius": 84, "relative_clip": 12, "shared_projections": True,
-                             "hard_g2l_mask": True, "max_segments": 64, "positions": "document"}
+                             "hard_g2l_mask": True, "max_segments": 64, "positions": "document",
+                             "supporting_fact_head": False}
     # Calibrated for the window model, so reset; what the heads read is kept.
     assert config["null_threshold"] == 0.0 and config["answer_type_pooling"] == "paragraph"
     for key in ("window_tokens", "stride_tokens", "num_clusters"):
@@ -76,7 +78,13 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
 
 def test_converted_folder_is_served_as_etc(tmp_path):
     cf_dir = window_model(tmp_path)
-    assert convert(cf_dir, tmp_path / "etc").returncode == 0
+    # With the supporting-fact head (a training head: the server loads it and answers as usual).
+    assert convert(cf_dir, tmp_path / "etc", "--supporting_fact_head").returncode == 0
+    config = json.loads((tmp_path / "etc" / "config.json").read_text())
+    assert config["etc"]["supporting_fact_head"] is True
+    head = load_file(str(tmp_path / "etc" / "model.safetensors"))
+    assert head["supporting_fact.weight"].shape == (1, 96) and head["supporting_fact.weight"].any()
+    assert head["supporting_fact.bias"].shape == (1,) and not head["supporting_fact.bias"].any()
     document = tmp_path / "doc.txt"
     words = [f"w{i}" for i in range(10, 600)]
     document.write_text("\n\n".join(" ".join(words[p * 40:(p + 1) * 40]) for p in range(14)))

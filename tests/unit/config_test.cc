@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "model/format/weights.h"
 #include "tests/unit/test_model.h"
 
 namespace longqa {
@@ -105,6 +106,24 @@ TEST(ConfigTest, AnswerScoreRoundTripsAndTypePlusLongNeedsALongAnswerHead) {
       << ValidateModelConfig(c).message();
   c.answer_score = "type";
   EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).message();
+}
+
+TEST(ConfigTest, SupportingFactHeadRoundTripsAddsItsWeightsAndNeedsEtc) {
+  ModelConfig c = testing_support::TinyEtcConfig();
+  EXPECT_FALSE(ParseModelConfig(ModelConfigToJson(c))->etc.supporting_fact_head);
+  EXPECT_EQ(ExpectedShapes(c).count("supporting_fact.weight"), 0u);
+  c.etc.supporting_fact_head = true;
+  const auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_TRUE(parsed->etc.supporting_fact_head);
+  const auto shapes = ExpectedShapes(*parsed);
+  EXPECT_EQ(shapes.at("supporting_fact.weight"), (std::vector<int64_t>{1, c.hidden_size}));
+  EXPECT_EQ(shapes.at("supporting_fact.bias"), (std::vector<int64_t>{1}));
+  ModelConfig window = TinyConfig("SCS", 16, 12, 4);
+  window.etc.supporting_fact_head = true;  // no segment tokens to put it on
+  EXPECT_NE(ValidateModelConfig(window).message().find("etc.supporting_fact_head"),
+            std::string::npos)
+      << ValidateModelConfig(window).message();
 }
 
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {

@@ -73,6 +73,52 @@ TEST(TrainingExampleTest, GoldSpansBecomeTokenTargets) {
   EXPECT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TrainingExampleTest, SupportingFactsBecomeParagraphIndices) {
+  const ModelConfig c = TinyConfig("SS", 16, 12);
+  const auto engine = MakeEngine(c, RandomWeights(c, 1));
+  const std::string supporting =
+      R"(, "supporting": [{"start_byte": 42, "end_byte": 67}, {"start_byte": 19, "end_byte": 40}])";
+  const TrainingExample ex =
+      *MakeTrainingExample(Line("which country", kShortGold + supporting), *engine);
+  EXPECT_EQ(ex.supporting_paragraphs, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(MakeTrainingExample(Line("q", kShortGold), *engine)->supporting_paragraphs.empty());
+  const auto not_a_paragraph = MakeTrainingExample(
+      Line("q", kShortGold + R"(, "supporting": [{"start_byte": 19, "end_byte": 30}])"), *engine);
+  EXPECT_EQ(not_a_paragraph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(not_a_paragraph.status().message().find("supporting fact"), std::string::npos);
+}
+
+TEST(QaLossTest, SupportingFactTermIsABalancedBinaryCrossEntropyOnSegments) {
+  // Two examples without other targets (null answers). The first: three paragraphs in two
+  // segments {0, 0, 1}, supporting paragraphs 0 and 1 (both segment 0); the second: three
+  // paragraphs in three segments, supporting 0 and 2.
+  TrainingExample a, b;
+  a.supporting_paragraphs = {0, 1};
+  b.supporting_paragraphs = {0, 2};
+  for (TrainingExample* ex : {&a, &b}) ex->prepared.document.ids = {4};
+  QaLogits logits;
+  logits.context_begin = {0, 1, 2};
+  logits.type = at::zeros({2, 5}, at::kDouble);
+  logits.long_score = logits.start = logits.end = at::zeros({2}, at::kDouble);
+  logits.supporting = at::tensor({0.4, -0.2, 1.0, 0.3, -1.1}, at::kDouble);
+  logits.segments_begin = {0, 2, 5};
+  logits.paragraph_segment = {{0, 0, 1}, {0, 1, 2}};
+  auto yes = [](double s) { return std::log1p(std::exp(-s)); };  // -log sigmoid(s)
+  auto no = [](double s) { return std::log1p(std::exp(s)); };    // -log (1 - sigmoid(s))
+  const double first = yes(0.4) + no(-0.2);
+  const double second = (yes(1.0) + yes(-1.1)) / 2 + no(0.3);
+  const QaLossResult r = ComputeQaLoss(logits, {&a, &b});
+  EXPECT_NEAR(r.supporting_loss, (first + second) / 2, 1e-9);
+  EXPECT_NEAR(r.total.item<double>(), r.type_loss + (first + second) / 2, 1e-9);
+  EXPECT_EQ(r.supporting_targets, 2);
+  EXPECT_EQ(r.supporting_correct, 2);  // argmax: segment 0 in both
+  // Without the head (a window model) the targets are ignored.
+  logits.supporting = at::Tensor();
+  const QaLossResult without = ComputeQaLoss(logits, {&a, &b});
+  EXPECT_EQ(without.supporting_targets, 0);
+  EXPECT_NEAR(without.total.item<double>(), without.type_loss, 1e-12);
+}
+
 TEST(QaLossTest, EqualsHandComputedCrossEntropies) {
   // One document of two paragraphs: tokens 0 (P) 1 2 | 3 (P) 4 5 6; gold paragraph 1, span 4..5.
   TrainingExample ex;
@@ -190,8 +236,13 @@ void ExpectTrainable(ModelConfig c) {
     if (name.find("centroids") == std::string::npos) params[name] = t.requires_grad_(true);
   }
   Batch b = MakeBatch(c, w);
+  if (c.etc.supporting_fact_head) {  // the short answer's two facts, the YES answer's one
+    b.examples[0].supporting_paragraphs = {1, 2};
+    b.examples[1].supporting_paragraphs = {1};
+  }
   const QaModel model(c, w);
   const QaLossResult first = ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers);
+  EXPECT_EQ(first.supporting_targets, c.etc.supporting_fact_head ? 2 : 0);
   first.total.backward();
   for (const auto& [name, p] : params) {
     if (name.find("token_type") != std::string::npos) continue;  // only row 0 is ever used
@@ -201,15 +252,17 @@ void ExpectTrainable(ModelConfig c) {
     EXPECT_GT(p.grad().abs().sum().item<double>(), 0) << name;
   }
   AdamW adam(params, {});
-  double last = first.total.item<double>();
+  double last = first.total.item<double>(), last_supporting = first.supporting_loss;
   for (int step = 0; step < 60; ++step) {
     adam.ZeroGrad();
     const QaLossResult r = ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers);
     r.total.backward();
     adam.Step(3e-3);
     last = r.total.item<double>();
+    last_supporting = r.supporting_loss;
   }
   EXPECT_LT(last, 0.2 * first.total.item<double>());
+  EXPECT_LE(last_supporting, 0.2 * first.supporting_loss);  // 0 = 0 without the head
 }
 
 TEST(TrainerTest, ClusterFormerGradientsReachEveryWeightAndABatchIsLearned) {
@@ -218,6 +271,13 @@ TEST(TrainerTest, ClusterFormerGradientsReachEveryWeightAndABatchIsLearned) {
 
 TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
   ExpectTrainable(testing_support::TinyEtcConfig());
+}
+
+TEST(TrainerTest, EtcSupportingFactHeadGetsGradientsAndIsLearned) {
+  ModelConfig c = testing_support::TinyEtcConfig();
+  c.etc.supporting_fact_head = true;
+  c.etc.hard_g2l_mask = true;  // segment tokens that read their own paragraph differ at once
+  ExpectTrainable(c);
 }
 
 TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
