@@ -45,9 +45,9 @@ struct EtcConfig {
   std::string positions = "none";
   // A supporting-fact head (weights supporting_fact.*, [1, d]) on the segment tokens: a training
   // signal only, as ETC trains HotpotQA's supporting facts from its sentence globals (§4): the
-  // trainer's loss asks the segments holding the paragraphs an answer needs to score highest, so
-  // that a two-hop fact reaches a segment token where the answer's paragraph can read it.
-  // Serving ignores it.
+  // trainer's loss asks the segments holding the paragraphs an answer needs to score 1 and the
+  // others 0, so that a two-hop fact reaches a segment token where the answer's paragraph can
+  // read it. Serving ignores its scores.
   bool supporting_fact_head = false;
 };
 
