@@ -1,6 +1,7 @@
 #include "model/qa_model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 
@@ -137,7 +138,9 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
   }
   const EtcOutput out = etc_->Forward(inputs, device, stop);
   logits->context_begin = out.long_begin;
-  if (supporting_w_.defined()) {
+  // The supporting-fact scores are a training signal: the inference path (autograd off, as
+  // EtcEncoder decides its path) skips them.
+  if (supporting_w_.defined() && at::GradMode::is_enabled()) {
     std::vector<int64_t> rows;
     logits->segments_begin = {0};
     for (size_t r = 0; r < batch.size(); ++r) {
@@ -146,11 +149,11 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
         if (segment[g] >= 0) rows.push_back(out.global_begin[r] + static_cast<int64_t>(g));
       }
       logits->segments_begin.push_back(static_cast<int64_t>(rows.size()));
-      int64_t segments = 0;
-      logits->paragraph_segment.push_back(
-          SegmentOfParagraphs(batch[r].document->token_paragraph,
-                              static_cast<int64_t>(batch[r].document->paragraph_bytes.size()),
-                              config_.etc.max_segments, &segments));
+      // A paragraph's segment is its paragraph token's.
+      std::vector<int64_t>& paragraph_segment = logits->paragraph_segment.emplace_back();
+      for (const int64_t t : batch[r].document->paragraph_token) {
+        paragraph_segment.push_back(inputs[r].long_segment[t]);
+      }
     }
     logits->supporting = at::linear(GatherRowsTrainable(out.global_states, Upload(rows, device)),
                                     supporting_w_, supporting_b_)

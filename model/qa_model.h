@@ -31,9 +31,9 @@ struct QaLogits {
   // [begin, end) [Kt].
   at::Tensor window_start, window_end;
   std::vector<int64_t> windows_begin, window_context_begin, window_context_end;
-  // ETC with etc.supporting_fact_head only (else undefined/empty): a supporting-fact score per
-  // segment token [sum s], each request's first segment there [n+1], and per request the segment
-  // of each paragraph (the trainer's targets are paragraphs).
+  // ETC with etc.supporting_fact_head, autograd on (training) only; else undefined/empty: a
+  // supporting-fact score per segment token [sum s], each request's first segment there [n+1],
+  // and per request the segment of each paragraph (the trainer's targets are paragraphs).
   at::Tensor supporting;
   std::vector<int64_t> segments_begin;
   std::vector<std::vector<int64_t>> paragraph_segment;

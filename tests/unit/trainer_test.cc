@@ -280,6 +280,30 @@ TEST(TrainerTest, EtcSupportingFactHeadGetsGradientsAndIsLearned) {
   ExpectTrainable(c);
 }
 
+TEST(QaModelTest, SupportingScoresOneASegmentWithItsParagraphsOnlyWhenTraining) {
+  ModelConfig c = testing_support::TinyEtcConfig();
+  c.etc.supporting_fact_head = true;
+  c.etc.max_segments = 2;  // three paragraphs merged into two segments
+  const TensorMap w = RandomWeights(c, 5);
+  Batch b = MakeBatch(c, w);
+  const QaModel model(c, w);
+  const QaLogits logits = model.Forward(b.inputs, at::kCPU);
+  ASSERT_TRUE(logits.supporting.defined());
+  EXPECT_EQ(logits.segments_begin, (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(logits.supporting.size(0), 6);
+  for (size_t r = 0; r < b.examples.size(); ++r) {
+    const TokenizedDocument& doc = b.examples[r].prepared.document;
+    int64_t segments = 0;
+    EXPECT_EQ(logits.paragraph_segment[r],
+              SegmentOfParagraphs(doc.token_paragraph,
+                                  static_cast<int64_t>(doc.paragraph_bytes.size()), 2, &segments));
+  }
+  at::InferenceMode serving;  // the engine's mode: the head is not run
+  const QaLogits served = model.Forward(b.inputs, at::kCPU);
+  EXPECT_FALSE(served.supporting.defined());
+  EXPECT_TRUE(served.paragraph_segment.empty());
+}
+
 TEST(TrainerCheckpointTest, ResumingGivesTheWeightsOfAnUninterruptedRun) {
   ModelConfig c = TinyConfig("SS", 16, 12);
   c.untrained_heads = {"long_answer", "answer_type"};  // as tools/import_hf.py leaves them
