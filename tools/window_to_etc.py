@@ -12,7 +12,7 @@ model did (scores q·k) and training adds the labels from there. Positions: "doc
 token t at question pieces + 2 + t, as in a window, wrapping around the table) by default.
 The folder's null threshold is reset to 0: calibrate it again (longqa eval --calibrate_null).
 --supporting_fact_head adds ETC's supporting-fact head (docs/model-format.md): a training signal
-that asks the segment tokens of the paragraphs an answer needs to score highest.
+that asks the segment tokens of the paragraphs an answer needs to score 1, the others 0.
 """
 import argparse
 import json
