@@ -14,6 +14,19 @@ ByteRange SpanOf(const nlohmann::json& j) {
   return {j.at("start_byte").get<int64_t>(), j.at("end_byte").get<int64_t>()};
 }
 
+// The index of the paragraph whose byte span a gold span (`what`: the long answer, a supporting
+// fact) is, or an error naming it.
+absl::StatusOr<int64_t> ParagraphOf(const TokenizedDocument& doc, const ByteRange& bytes,
+                                    const std::string& example_id, const char* what) {
+  const auto it = std::find(doc.paragraph_bytes.begin(), doc.paragraph_bytes.end(), bytes);
+  if (it == doc.paragraph_bytes.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(example_id, ": the ", what, " [", bytes.first,
+                                                   ", ", bytes.second,
+                                                   ") is not one of the document's paragraphs"));
+  }
+  return it - doc.paragraph_bytes.begin();
+}
+
 }  // namespace
 
 absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line,
@@ -48,23 +61,13 @@ absl::StatusOr<TrainingExample> MakeTrainingExample(const std::string& json_line
   LONGQA_ASSIGN_OR_RETURN(ex.prepared, engine.Prepare(std::move(request)));
   const TokenizedDocument& doc = ex.prepared.document;
   if (ex.long_bytes.first >= 0) {
-    for (size_t p = 0; p < doc.paragraph_bytes.size(); ++p) {
-      if (doc.paragraph_bytes[p] == ex.long_bytes) ex.long_paragraph = static_cast<int64_t>(p);
-    }
-    if (ex.long_paragraph < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ex.example_id, ": the long answer [", ex.long_bytes.first, ", ",
-                       ex.long_bytes.second, ") is not one of the document's paragraphs"));
-    }
+    LONGQA_ASSIGN_OR_RETURN(ex.long_paragraph,
+                            ParagraphOf(doc, ex.long_bytes, ex.example_id, "long answer"));
   }
   for (const ByteRange& bytes : supporting) {
-    const auto it = std::find(doc.paragraph_bytes.begin(), doc.paragraph_bytes.end(), bytes);
-    if (it == doc.paragraph_bytes.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(ex.example_id, ": the supporting fact [",
-                                                     bytes.first, ", ", bytes.second,
-                                                     ") is not one of the document's paragraphs"));
-    }
-    ex.supporting_paragraphs.push_back(it - doc.paragraph_bytes.begin());
+    LONGQA_ASSIGN_OR_RETURN(const int64_t p,
+                            ParagraphOf(doc, bytes, ex.example_id, "supporting fact"));
+    ex.supporting_paragraphs.push_back(p);
   }
   std::sort(ex.supporting_paragraphs.begin(), ex.supporting_paragraphs.end());
   if (ex.short_bytes.first >= 0 && ex.long_paragraph >= 0) {
