@@ -104,7 +104,10 @@ int64_t ClusterFormerFloats(const ModelConfig& c, const RequestShape& r, bool ro
 // Cluster-Former.
 int64_t EtcFloats(const ModelConfig& c, const RequestShape& r, bool row_blocks) {
   const int64_t segments = std::min(std::max<int64_t>(1, r.paragraphs), c.etc.max_segments);
-  const int64_t globals = r.question_tokens + segments;
+  // Entity tokens: at most etc.entity_globals, and at most a quarter of the tokens (an entity has
+  // two mentions or more of two pieces or more).
+  const int64_t entities = std::min(c.etc.entity_globals, r.document_tokens / 4);
+  const int64_t globals = r.question_tokens + segments + entities;
   const int64_t longs = std::max<int64_t>(1, r.document_tokens);
   const int64_t block = c.etc.radius + 1;
   const int64_t padded = (longs + block - 1) / block * block;

@@ -132,9 +132,9 @@ std::pair<at::Tensor, at::Tensor> QaModel::EncodeEtc(const std::vector<QaModelIn
                                                      QaLogits* logits) const {
   std::vector<EtcInput> inputs;
   for (const QaModelInput& r : batch) {
-    inputs.push_back(MakeEtcInput(config_, QuestionPieces(r), r.document->ids,
-                                  r.document->token_paragraph,
-                                  static_cast<int64_t>(r.document->paragraph_bytes.size())));
+    inputs.push_back(MakeEtcInput(
+        config_, QuestionPieces(r), r.document->ids, r.document->token_paragraph,
+        static_cast<int64_t>(r.document->paragraph_bytes.size()), r.document->word_spans));
   }
   const EtcOutput out = etc_->Forward(inputs, device, stop);
   logits->context_begin = out.long_begin;

@@ -13,6 +13,8 @@ token t at question pieces + 2 + t, as in a window, wrapping around the table) b
 The folder's null threshold is reset to 0: calibrate it again (longqa eval --calibrate_null).
 --supporting_fact_head adds ETC's supporting-fact head (docs/model-format.md): a training signal
 that asks the segment tokens of the paragraphs an answer needs to score 1, the others 0.
+--entity_globals N adds up to N entity tokens a document (ETC's WikiHop links): one global token per
+word of several pieces that recurs in two or more paragraphs, "part of" each of its mentions.
 """
 import argparse
 import json
@@ -70,7 +72,8 @@ def convert(args):
     config["etc"] = {"radius": args.radius, "relative_clip": args.relative_clip,
                      "shared_projections": True, "hard_g2l_mask": args.hard_g2l_mask,
                      "max_segments": args.max_segments, "positions": args.positions,
-                     "supporting_fact_head": args.supporting_fact_head}
+                     "supporting_fact_head": args.supporting_fact_head,
+                     "entity_globals": args.entity_globals}
     if args.positions == "none":
         config.pop("max_position_embeddings", None)
 
@@ -100,6 +103,8 @@ def main():
     p.add_argument("--supporting_fact_head", action="store_true",
                    help="a supporting-fact head on the segment tokens, trained by longqa-train's "
                         "supporting-fact loss from the data's \"supporting\" paragraphs")
+    p.add_argument("--entity_globals", type=int, default=0,
+                   help="most entity tokens a document (0: none), each linked to its mentions")
     p.add_argument("--seed", type=int, default=1, help="seed of the new head's initialisation")
     convert(p.parse_args())
 

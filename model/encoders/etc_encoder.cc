@@ -29,6 +29,13 @@ struct EtcEncoder::RequestTables {
   // question tokens).
   at::Tensor long_own_lo, long_own_hi;      // [num_blocks * block]
   at::Tensor global_own_lo, global_own_hi;  // [n_g]
+  // Entity links (etc.entity_globals; undefined and empty without them): a long row's entity
+  // token [num_blocks * block] (-1: none, and padding); the (long row, entity row) pairs in long
+  // row order (host, for the LibTorch inference form's chunks); and per global row its linked long
+  // rows, ascending (mentions [mention_begin[g], mention_begin[g + 1])), for the fused kernels.
+  at::Tensor long_entity;
+  std::vector<int64_t> link_long, link_global;
+  at::Tensor mention_begin, mentions;
 };
 
 EtcEncoder::EtcEncoder(const ModelConfig& config, const TensorMap& weights, int64_t score_budget,
@@ -65,6 +72,33 @@ constexpr int64_t kFusedGlobalRows = 64;
 
 at::Tensor Upload(const std::vector<int64_t>& v, const at::Device& device) {
   return at::tensor(v, at::kLong).to(device);
+}
+
+// ETC's "part of" term on the entity links of a score block s [h, rows, cols] (the membership
+// kernel gave those pairs "not part of"): s[:, r, c] += qa[:, r, part_of] - qa[:, r, not_part_of]
+// for each linked pair (rows[i], cols[i]); qa [h, rows, L].
+void AddEntityLinks(at::Tensor s, const at::Tensor& qa, const std::vector<int64_t>& rows,
+                    const std::vector<int64_t>& cols, int64_t part_of, int64_t not_part_of) {
+  if (rows.empty()) return;
+  using at::indexing::Slice;
+  const at::Tensor r = Upload(rows, s.device()), c = Upload(cols, s.device());
+  const at::Tensor term = qa.index({Slice(), r, part_of}) - qa.index({Slice(), r, not_part_of});
+  s.index_put_({Slice(), r, c}, s.index({Slice(), r, c}) + term);
+}
+
+// The links among long rows [begin, end) (RequestTables' link_long is sorted): their long rows
+// minus `long0` and their entity rows, as (long, entity) index lists.
+void LinksIn(const std::vector<int64_t>& link_long, const std::vector<int64_t>& link_global,
+             int64_t begin, int64_t end, int64_t long0, std::vector<int64_t>* longs,
+             std::vector<int64_t>* globals) {
+  const auto first = std::lower_bound(link_long.begin(), link_long.end(), begin);
+  const auto last = std::lower_bound(first, link_long.end(), end);
+  longs->clear();
+  globals->clear();
+  for (auto it = first; it != last; ++it) {
+    longs->push_back(*it - long0);
+    globals->push_back(link_global[it - link_long.begin()]);
+  }
 }
 
 // Membership ranges of one request (RequestTables): segments are contiguous runs of long tokens
@@ -207,7 +241,12 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
     const at::Tensor q = qg.narrow(0, g0, rows);
     const at::Tensor qa = label_scores(q);
     const at::Tensor segment = t.global_segment.narrow(0, g0, rows).unsqueeze(1);
-    const at::Tensor own = segment.eq(long_segment.unsqueeze(0));  // [rows, n_l]
+    at::Tensor own = segment.eq(long_segment.unsqueeze(0));  // [rows, n_l]
+    if (t.long_entity.defined()) {                           // and each entity token its mentions
+      own = own.logical_or(t.long_entity.narrow(0, 0, t.n_l)
+                               .unsqueeze(0)
+                               .eq(at::arange(g0, g0 + rows, long_segment.options()).unsqueeze(1)));
+    }
     const at::Tensor g2g =
         RelativeLabelGatherTrainable(qa, t.g2g_labels.narrow(0, g0, rows).contiguous());
     at::Tensor scores = at::matmul(heads(q).permute({1, 0, 2}), key_heads) +
@@ -248,8 +287,13 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
                                               .view({blocks, b, h, 3 * b})
                                               .permute({0, 2, 1, 3}))
             .masked_fill(valid.logical_not(), -1e30);
-    const at::Tensor own =
+    at::Tensor own =
         t.long_segment.narrow(0, b0 * b, rows).unsqueeze(1).eq(t.global_segment.unsqueeze(0));
+    if (t.long_entity.defined()) {  // a mention is part of its entity token too
+      own = own.logical_or(t.long_entity.narrow(0, b0 * b, rows)
+                               .unsqueeze(1)
+                               .eq(at::arange(t.n_g, t.long_entity.options()).unsqueeze(0)));
+    }
     const at::Tensor to_global =
         at::matmul(heads(q).permute({1, 0, 2}), kg_heads)
             .view({h, blocks, b, t.n_g})
@@ -315,6 +359,8 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   global.part_of = part_of;
   global.not_part_of = not_part_of;
   global.mask_outside = config_.etc.hard_g2l_mask;
+  global.mention_begin = t.mention_begin;
+  global.mentions = t.mentions;
   global.block = b;
   global.n_l = n_l;
   const bool fused = cpu_attention_ != EtcCpuAttention::kLibTorch;
@@ -337,6 +383,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
     at::Tensor g_acc = Bf16SafeBmm(scores, vg_h).to(at::kFloat);  // [h, n_g, dh]
     const at::Tensor k_long = long_heads(kl_buffer), v_long = long_heads(vl_buffer);
     const int64_t key_chunk = std::max<int64_t>(1, budget / (h * std::max<int64_t>(1, n_g)));
+    std::vector<int64_t> link_keys, link_rows;
     for (int64_t c0 = 0; c0 < n_l; c0 += key_chunk) {
       StopIfAsked(stop);
       const int64_t keys = std::min(key_chunk, n_l - c0);
@@ -344,6 +391,8 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
       at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
       kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi,
                                  c0, config_.etc.hard_g2l_mask);
+      LinksIn(t.link_long, t.link_global, c0, c0 + keys, c0, &link_keys, &link_rows);
+      AddEntityLinks(s, qa_g, link_rows, link_keys, part_of, not_part_of);
       const at::Tensor new_top = at::maximum(top, s.amax(-1, /*keepdim=*/true));
       const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
       s.sub_(new_top).exp_();
@@ -375,6 +424,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   local.own_hi = t.long_own_hi;
   local.part_of = part_of;
   local.not_part_of = not_part_of;
+  local.long_entity = t.long_entity;
   local.local_labels = t.local_labels;
   local.block_index = t.block_index;
   local.block = b;
@@ -387,6 +437,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
   } else {
     const int64_t cols = n_g + 3 * b;
     const int64_t chunk_blocks = std::max<int64_t>(1, budget / (h * b * cols));
+    std::vector<int64_t> link_queries, link_columns;
     for (int64_t b0 = 0; b0 < nb; b0 += chunk_blocks) {
       StopIfAsked(stop);
       const int64_t blocks = std::min(chunk_blocks, nb - b0), rows = blocks * b;
@@ -403,6 +454,9 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
       kernels::EtcMembershipBias(s_global, qa, part_of, not_part_of,
                                  t.long_own_lo.narrow(0, b0 * b, rows),
                                  t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
+      LinksIn(t.link_long, t.link_global, b0 * b, b0 * b + rows, b0 * b, &link_queries,
+              &link_columns);
+      AddEntityLinks(s_global, qa, link_queries, link_columns, part_of, not_part_of);
       kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
       const at::Tensor p = SoftmaxLastDimInPlace(s);  // a new p beside s held twice the chunk
       at::Tensor out = Bf16SafeBmm(p.narrow(2, 0, n_g), vg_h);  // [h, rows, dh]
@@ -462,6 +516,28 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     t.long_own_hi = Upload(long_hi, device);
     t.global_own_lo = Upload(global_lo, device);
     t.global_own_hi = Upload(global_hi, device);
+    if (!in.long_entity.empty()) {
+      std::vector<int64_t> long_entity = in.long_entity;
+      long_entity.resize(n_pad, -1);
+      t.long_entity = Upload(long_entity, device);
+      std::vector<int64_t> begin(t.n_g + 1, 0);
+      for (int64_t l = 0; l < t.n_l; ++l) {
+        const int64_t g = in.long_entity[l];
+        if (g < 0) continue;
+        TORCH_CHECK(g < t.n_g && in.global_segment[g] < 0, "ETC input: long token ", l,
+                    " names global row ", g, ", which is no entity token");
+        t.link_long.push_back(l);
+        t.link_global.push_back(g);
+        ++begin[g + 1];
+      }
+      for (int64_t g = 0; g < t.n_g; ++g) begin[g + 1] += begin[g];
+      std::vector<int64_t> mentions(t.link_long.size()), next(begin.begin(), begin.end() - 1);
+      for (size_t i = 0; i < t.link_long.size(); ++i) {
+        mentions[next[t.link_global[i]]++] = t.link_long[i];  // long rows ascending per entity
+      }
+      t.mention_begin = Upload(begin, device);
+      t.mentions = Upload(mentions, device);
+    }
     if (positions) {
       global_positions.insert(global_positions.end(), in.global_positions.begin(),
                               in.global_positions.end());

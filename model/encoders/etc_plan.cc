@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "model/encoders/exact_match.h"
 
@@ -32,9 +33,58 @@ std::vector<int64_t> SegmentOfParagraphs(const std::vector<int64_t>& token_parag
   return segment;
 }
 
+std::vector<int64_t> EntityOfTokens(const std::vector<int32_t>& ids,
+                                    const std::vector<int64_t>& token_paragraph,
+                                    const std::vector<std::pair<int64_t, int64_t>>& word_spans,
+                                    int64_t max_entities, std::vector<int32_t>* first_pieces) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  struct Word {
+    int64_t first = -1, paragraphs = 0, last_paragraph = -1;
+    std::vector<std::pair<int64_t, int64_t>> mentions;  // token ranges [begin, end)
+  };
+  std::map<std::vector<int32_t>, Word> words;
+  const bool spans = static_cast<int64_t>(word_spans.size()) == n;
+  for (int64_t t = 0; spans && t < n;) {
+    int64_t end = t + 1;
+    while (end < n && word_spans[end] == word_spans[t] &&
+           token_paragraph[end] == token_paragraph[t])
+      ++end;
+    // An empty span (the paragraph token) is no word; a one-piece word is a common one.
+    if (end - t >= 2 && word_spans[t].first < word_spans[t].second) {
+      Word& w = words[std::vector<int32_t>(ids.begin() + t, ids.begin() + end)];
+      if (w.first < 0) w.first = t;
+      if (w.last_paragraph != token_paragraph[t]) ++w.paragraphs;  // paragraphs only increase
+      w.last_paragraph = token_paragraph[t];
+      w.mentions.emplace_back(t, end);
+    }
+    t = end;
+  }
+  std::vector<const Word*> chosen;
+  for (const auto& [pieces, w] : words) {
+    if (w.paragraphs >= 2) chosen.push_back(&w);
+  }
+  std::sort(chosen.begin(), chosen.end(), [](const Word* a, const Word* b) {
+    return std::make_pair(a->paragraphs, a->first) < std::make_pair(b->paragraphs, b->first);
+  });
+  if (static_cast<int64_t>(chosen.size()) > max_entities) chosen.resize(max_entities);
+  std::sort(chosen.begin(), chosen.end(),
+            [](const Word* a, const Word* b) { return a->first < b->first; });
+  std::vector<int64_t> entity(n, -1);
+  first_pieces->clear();
+  for (const Word* w : chosen) {
+    for (const auto& [begin, end] : w->mentions) {
+      std::fill(entity.begin() + begin, entity.begin() + end,
+                static_cast<int64_t>(first_pieces->size()));
+    }
+    first_pieces->push_back(ids[w->first]);
+  }
+  return entity;
+}
+
 EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& question_pieces,
                       const std::vector<int32_t>& document_ids,
-                      const std::vector<int64_t>& token_paragraph, int64_t num_paragraphs) {
+                      const std::vector<int64_t>& token_paragraph, int64_t num_paragraphs,
+                      const std::vector<std::pair<int64_t, int64_t>>& word_spans) {
   int64_t num_segments = 0;
   const std::vector<int64_t> segment_of =
       SegmentOfParagraphs(token_paragraph, num_paragraphs, config.etc.max_segments, &num_segments);
@@ -51,8 +101,22 @@ EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& que
     in.global_ids.push_back(config.special.paragraph);
     in.global_segment.push_back(s);
   }
+  std::vector<int32_t> entity_pieces;
+  const std::vector<int64_t> entity =
+      config.etc.entity_globals > 0 ? EntityOfTokens(document_ids, token_paragraph, word_spans,
+                                                     config.etc.entity_globals, &entity_pieces)
+                                    : std::vector<int64_t>();
+  const int64_t first_entity_row = static_cast<int64_t>(in.global_ids.size());
+  for (int32_t id : entity_pieces) {  // an entity token starts as its word's first piece
+    in.global_ids.push_back(id);
+    in.global_segment.push_back(-1);
+  }
+  if (!entity_pieces.empty()) {
+    in.long_entity.reserve(entity.size());
+    for (int64_t e : entity) in.long_entity.push_back(e < 0 ? -1 : first_entity_row + e);
+  }
   if (positions) {
-    // CLS 0, question 1.., segment tokens 0: as BERT numbers [CLS] and the question.
+    // CLS 0, question 1.., segment and entity tokens 0: as BERT numbers [CLS] and the question.
     for (size_t g = 0; g < in.global_ids.size(); ++g) {
       in.global_positions.push_back(offset +
                                     (g <= question_pieces.size() ? static_cast<int64_t>(g) : 0));

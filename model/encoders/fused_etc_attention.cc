@@ -94,6 +94,7 @@ LONGQA_AVX512 void AddBiases(const Shared<T>& s, const Scratch& w, int64_t row,
                              int64_t row_in_block, float* scores, const float* qa) {
   AddMembership(scores, s.n_g, 0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of], qa[s.part_of],
                 false);
+  etc_fused::AddEntityColumn(s.long_entity, row, scores, qa[s.not_part_of], qa[s.part_of]);
   const int64_t slots = 3 * s.b;
   AddLabels(scores + s.g_cols, slots, s.labels.data() + row_in_block * slots, w.slot_open.data(),
             qa);
@@ -280,6 +281,8 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
     if (long_keys) {
       AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
                     qa[s.part_of], s.mask_outside);
+      etc_fused::AddMentionColumns(s.mention_begin, s.mentions, row, key0, count, row_scores,
+                                   qa[s.not_part_of], qa[s.part_of]);
     } else {
       AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }
@@ -532,6 +535,12 @@ void FusedEtcLongAttention(const EtcLongAttentionInputs& in, int64_t b0, int64_t
   RequireKeysAndValues(in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
                        in.relative_keys, b, n_pad, out);
   RequireTables({&in.own_lo, &in.own_hi, &in.local_labels, &in.block_index});
+  if (in.long_entity.defined()) {
+    RequireTables({&in.long_entity});
+    Require(in.long_entity.numel() >= n_pad &&
+                in.long_entity.max().item<int64_t>() < in.global_keys.size(1),
+            "entity columns need n_pad rows, each -1 or a global key");
+  }
   Require(n_pad % b == 0 && in.n_l <= n_pad, "n_pad must be whole blocks holding n_l");
   Require(b0 >= 0 && blocks >= 0 && b0 + blocks <= n_pad / b, "blocks out of range");
   RequireLabels(in.relative_keys.size(1), in.part_of, in.not_part_of, in.local_labels);
@@ -562,6 +571,14 @@ void FusedEtcGlobalAttention(const EtcGlobalAttentionInputs& in, int64_t r0, int
   RequireKeysAndValues(in.queries, in.global_keys, in.global_values, in.long_keys, in.long_values,
                        in.relative_keys, b, n_pad, out);
   RequireTables({&in.own_lo, &in.own_hi, &in.g2g_labels});
+  if (in.mention_begin.defined()) {
+    RequireTables({&in.mention_begin, &in.mentions});
+    Require(in.mention_begin.numel() == n_g + 1 &&
+                in.mention_begin[n_g].item<int64_t>() == in.mentions.numel() &&
+                (in.mentions.numel() == 0 || (in.mentions.min().item<int64_t>() >= 0 &&
+                                              in.mentions.max().item<int64_t>() < in.n_l)),
+            "mentions need n_g + 1 offsets and long keys below n_l");
+  }
   Require(in.global_keys.size(1) == n_g, "one global key per global query");
   Require(in.n_l >= 0 && in.n_l <= n_pad, "n_l must fit each head's rows");
   Require(r0 >= 0 && rows >= 0 && r0 + rows <= n_g, "rows out of range");

@@ -37,6 +37,9 @@ struct EtcLongAttentionInputs {
   at::Tensor own_lo,
       own_hi;  // int64 [>= n_pad]: a long row's own global keys [lo, hi); lo < 0: none
   int64_t part_of = 0, not_part_of = 0;  // the membership labels
+  // int64 [>= n_pad]: a long row's entity token (a global key it is also part of), or -1;
+  // undefined: no entity tokens (etc.entity_globals)
+  at::Tensor long_entity;
   at::Tensor
       local_labels;  // int64 [block, 3 * block]: l2l label by (row in block, slot); -1 beyond r
   at::Tensor block_index;  // int64 [num_blocks * 3 * block]: the long row of a slot, or -1
@@ -71,8 +74,12 @@ struct EtcGlobalAttentionInputs {
   at::Tensor own_lo, own_hi;  // int64 [n_g]: a global row's own long keys [lo, hi); lo < 0: none
   int64_t part_of = 0, not_part_of = 0;
   bool mask_outside = false;  // ETC's hard g2l mask: a row with a range sees no other long key
-  int64_t block = 0;          // the buffers' padding rows
-  int64_t n_l = 0;            // long keys (each head's n_pad rows hold n_l, then padding)
+  // Entity tokens' own long keys besides the range: global row g's are
+  // mentions[mention_begin[g], mention_begin[g + 1]), ascending (int64 [n_g + 1] and [links]);
+  // undefined: none.
+  at::Tensor mention_begin, mentions;
+  int64_t block = 0;  // the buffers' padding rows
+  int64_t n_l = 0;    // long keys (each head's n_pad rows hold n_l, then padding)
 };
 
 // Whether the fused kernels multiply bf16 heads of dh features on this CPU (their AVX-512 form):

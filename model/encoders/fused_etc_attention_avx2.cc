@@ -89,6 +89,8 @@ LONGQA_AVX2 void RowBlock(const Common<float>& s, const LongShape& shape, Scratc
     const float* row_qa = qa + r * s.lp;
     AddMembership(scores + r * tp, s.n_g, 0, s.own_lo[row], s.own_hi[row], row_qa[s.not_part_of],
                   row_qa[s.part_of], false);
+    etc_fused::AddEntityColumn(s.long_entity, row, scores + r * tp, row_qa[s.not_part_of],
+                               row_qa[s.part_of]);
     AddLabels(scores + r * tp + shape.g_cols, slots, s.labels.data() + (i0 + r) * slots,
               w.slot_open.data(), row_qa);
   }
@@ -173,6 +175,8 @@ LONGQA_AVX2 void GlobalChunkRows(const Common<float>& s, GlobalScratch& w, const
     if (long_keys) {
       AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
                     qa[s.part_of], s.mask_outside);
+      etc_fused::AddMentionColumns(s.mention_begin, s.mentions, row, key0, count, row_scores,
+                                   qa[s.not_part_of], qa[s.part_of]);
     } else {
       AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -37,7 +38,32 @@ struct Common {
   const int64_t* block_index = nullptr;  // long queries
   int64_t r0 = 0;                        // global queries: the call's first row
   bool mask_outside = false;             // global queries: ETC's hard g2l mask
+  // Entity links (null: none): long queries' entity column per row; global queries' linked long
+  // keys per row (mentions[mention_begin[row], mention_begin[row + 1]), ascending).
+  const int64_t* long_entity = nullptr;
+  const int64_t *mention_begin = nullptr, *mentions = nullptr;
 };
+
+// The scalar part of the membership term both kernels add after their vector pass, which gave
+// every global column "not part of" but the row's own range: a long row's entity column gets
+// "part of" (scores: the row's global columns).
+inline void AddEntityColumn(const int64_t* long_entity, int64_t row, float* scores, float outside,
+                            float inside) {
+  if (long_entity != nullptr && long_entity[row] >= 0) scores[long_entity[row]] += inside - outside;
+}
+
+// The same for a global row over long keys [key0, key0 + count): its mentions there get
+// "part of" (scores[j]: key key0 + j).
+inline void AddMentionColumns(const int64_t* mention_begin, const int64_t* mentions, int64_t row,
+                              int64_t key0, int64_t count, float* scores, float outside,
+                              float inside) {
+  if (mention_begin == nullptr) return;
+  const int64_t* end = mentions + mention_begin[row + 1];
+  for (const int64_t* m = std::lower_bound(mentions + mention_begin[row], end, key0);
+       m != end && *m < key0 + count; ++m) {
+    scores[*m - key0] += inside - outside;
+  }
+}
 
 inline Output OutputOf(const at::Tensor& out) {
   Output o;
@@ -93,6 +119,7 @@ void FillLong(Common<T>& s, const EtcLongAttentionInputs& in, const at::Tensor& 
              in.relative_keys, in.own_lo, in.own_hi, in.local_labels, in.part_of, in.not_part_of,
              in.block, in.n_l, out, width);
   s.block_index = in.block_index.data_ptr<int64_t>();
+  if (in.long_entity.defined()) s.long_entity = in.long_entity.data_ptr<int64_t>();
 }
 
 // Rows [r0, r0 + rows) of the g2g label table: all a global-query call reads (and checks).
@@ -110,6 +137,10 @@ void FillGlobal(Common<T>& s, const EtcGlobalAttentionInputs& in, int64_t r0, in
              in.not_part_of, in.block, in.n_l, out, width);
   s.r0 = r0;
   s.mask_outside = in.mask_outside;
+  if (in.mention_begin.defined()) {
+    s.mention_begin = in.mention_begin.data_ptr<int64_t>();
+    s.mentions = in.mentions.data_ptr<int64_t>();
+  }
 }
 
 }  // namespace longqa::etc_fused

@@ -107,6 +107,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.supporting_fact_head) {
       return bad("etc.supporting_fact_head", "needs architecture \"etc\" (segment tokens)");
     }
+    if (c.etc.entity_globals != 0) {
+      return bad("etc.entity_globals", "needs architecture \"etc\" (global tokens)");
+    }
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
     }
@@ -123,6 +126,7 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.radius <= 0) return bad("etc.radius", "must be positive");
     if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
     if (c.etc.max_segments <= 0) return bad("etc.max_segments", "must be positive");
+    if (c.etc.entity_globals < 0) return bad("etc.entity_globals", "must not be negative");
     if (c.etc.positions != "none" && c.etc.positions != "paragraph" &&
         c.etc.positions != "document") {
       return bad("etc.positions", "must be \"none\", \"paragraph\" or \"document\"");
@@ -340,6 +344,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     LONGQA_RETURN_IF_ERROR(Read(e, "max_segments", &c.etc.max_segments, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "positions", &c.etc.positions, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "supporting_fact_head", &c.etc.supporting_fact_head, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "entity_globals", &c.etc.entity_globals, false));
   }
   if (j.contains("clustered_attention")) {
     const json& k = j["clustered_attention"];
@@ -406,7 +411,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
               {"hard_g2l_mask", c.etc.hard_g2l_mask},
               {"max_segments", c.etc.max_segments},
               {"positions", c.etc.positions},
-              {"supporting_fact_head", c.etc.supporting_fact_head}};
+              {"supporting_fact_head", c.etc.supporting_fact_head},
+              {"entity_globals", c.etc.entity_globals}};
   j["clustered_attention"] = {{"clusters", c.clustered.clusters},
                               {"bits", c.clustered.bits},
                               {"iterations", c.clustered.iterations},

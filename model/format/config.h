@@ -49,6 +49,12 @@ struct EtcConfig {
   // others 0, so that a two-hop fact reaches a segment token where the answer's paragraph can
   // read it. Serving ignores its scores.
   bool supporting_fact_head = false;
+  // Entity tokens (ETC's WikiHop set-up, appendix: a global token per candidate, linked to its
+  // string-matched mentions by the "part of" label): up to this many global tokens, one per word
+  // of two or more pieces that recurs in two or more paragraphs (etc_plan.h), each "part of" every
+  // mention of its word, so that what one paragraph says about a name reaches the others that name
+  // it (a two-hop question's bridge). 0: none.
+  int64_t entity_globals = 0;
 };
 
 // Clustered attention layers (K, and I for the improved form): Vyas et al. 2020 §3.

@@ -67,7 +67,7 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
     assert config["architecture"] == "etc" and config["layers"] == "EEEEE"
     assert config["etc"] == {"radius": 84, "relative_clip": 12, "shared_projections": True,
                              "hard_g2l_mask": True, "max_segments": 64, "positions": "document",
-                             "supporting_fact_head": False}
+                             "supporting_fact_head": False, "entity_globals": 0}
     # Calibrated for the window model, so reset; what the heads read is kept.
     assert config["null_threshold"] == 0.0 and config["answer_type_pooling"] == "paragraph"
     for key in ("window_tokens", "stride_tokens", "num_clusters"):
@@ -78,16 +78,20 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
 
 def test_converted_folder_is_served_as_etc(tmp_path):
     cf_dir = window_model(tmp_path)
-    # With the supporting-fact head (a training head: the server loads it and answers as usual).
-    assert convert(cf_dir, tmp_path / "etc", "--supporting_fact_head").returncode == 0
+    # With the supporting-fact head (a training head: the server loads it and answers as usual)
+    # and entity tokens (the rare words that recur below get them).
+    assert convert(cf_dir, tmp_path / "etc", "--supporting_fact_head",
+                   "--entity_globals=16").returncode == 0
     config = json.loads((tmp_path / "etc" / "config.json").read_text())
     assert config["etc"]["supporting_fact_head"] is True
+    assert config["etc"]["entity_globals"] == 16
     head = load_file(str(tmp_path / "etc" / "model.safetensors"))
     assert head["supporting_fact.weight"].shape == (1, 96) and head["supporting_fact.weight"].any()
     assert head["supporting_fact.bias"].shape == (1,) and not head["supporting_fact.bias"].any()
     document = tmp_path / "doc.txt"
     words = [f"w{i}" for i in range(10, 600)]
-    document.write_text("\n\n".join(" ".join(words[p * 40:(p + 1) * 40]) for p in range(14)))
+    document.write_text("\n\n".join(" ".join(words[p * 40:(p + 1) * 40]) + " zqx7081 qwv5523"
+                                    for p in range(14)))
     proc, port, _, _ = start_server(str(tmp_path / "etc"))
     try:
         info = subprocess.run([CLI, "info", f"--target=127.0.0.1:{port}"], check=True,

@@ -126,6 +126,23 @@ TEST(ConfigTest, SupportingFactHeadRoundTripsAddsItsWeightsAndNeedsEtc) {
       << ValidateModelConfig(window).message();
 }
 
+TEST(ConfigTest, EntityGlobalsRoundTripAndNeedEtc) {
+  ModelConfig c = testing_support::TinyEtcConfig();
+  EXPECT_EQ(ParseModelConfig(ModelConfigToJson(c))->etc.entity_globals, 0);
+  c.etc.entity_globals = 48;
+  const auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->etc.entity_globals, 48);
+  EXPECT_EQ(ExpectedShapes(*parsed),
+            ExpectedShapes(testing_support::TinyEtcConfig()));  // no weights
+  c.etc.entity_globals = -1;
+  EXPECT_NE(ValidateModelConfig(c).message().find("etc.entity_globals"), std::string::npos);
+  ModelConfig window = TinyConfig("SCS", 16, 12, 4);
+  window.etc.entity_globals = 8;  // no global tokens
+  EXPECT_NE(ValidateModelConfig(window).message().find("etc.entity_globals"), std::string::npos)
+      << ValidateModelConfig(window).message();
+}
+
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
   ModelConfig c = TinyConfig("SNKCI", 32, 24);
   EXPECT_EQ(c.num_clusters.size(), 2u);  // one per C or N layer

@@ -115,5 +115,83 @@ TEST(EtcPlanTest, DocumentPositionsRunOnAfterTheQuestionAndWrap) {
   EXPECT_EQ(in.long_positions, (std::vector<int64_t>{6, 7, 2, 3, 4}));
 }
 
+// A document of paragraphs of words (each a run of pieces sharing one word span), each paragraph
+// opened by the paragraph token (an empty span).
+struct WordDocument {
+  std::vector<int32_t> ids;
+  std::vector<int64_t> paragraph;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+};
+
+WordDocument MakeWordDocument(const std::vector<std::vector<std::vector<int32_t>>>& paragraphs) {
+  WordDocument d;
+  int64_t byte = 0;
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    d.ids.push_back(3);
+    d.paragraph.push_back(static_cast<int64_t>(p));
+    d.spans.emplace_back(byte, byte);
+    for (const std::vector<int32_t>& word : paragraphs[p]) {
+      for (int32_t id : word) {
+        d.ids.push_back(id);
+        d.paragraph.push_back(static_cast<int64_t>(p));
+        d.spans.emplace_back(byte, byte + 4);
+      }
+      byte += 5;
+    }
+  }
+  return d;
+}
+
+// Words A (20 21) in paragraphs 0, 1, 2; C (40 41) in 0 and 2; D (50 51 52) in 1 and 3; E (60 61)
+// twice but only in 2; the one-piece word 30 in 0 and 3; 20 and 21 as two words in 3.
+WordDocument EntityDocument() {
+  return MakeWordDocument({{{20, 21}, {30}, {40, 41}},
+                           {{20, 21}, {50, 51, 52}},
+                           {{40, 41}, {20, 21}, {60, 61}, {60, 61}},
+                           {{30}, {20}, {21}, {50, 51, 52}}});
+}
+
+TEST(EtcPlanTest, EntitiesAreWordsOfSeveralPiecesInSeveralParagraphs) {
+  const WordDocument d = EntityDocument();
+  std::vector<int32_t> first;
+  const std::vector<int64_t> entity = EntityOfTokens(d.ids, d.paragraph, d.spans, 8, &first);
+  // Numbered by first mention: A 0, C 1, D 2; E, 30 and the split 20 / 21 are none.
+  EXPECT_EQ(first, (std::vector<int32_t>{20, 40, 50}));
+  EXPECT_EQ(entity, (std::vector<int64_t>{-1, 0, 0, -1, 1,  1,  -1, 0,  0,  2,  2,  2, -1, 1,
+                                          1,  0, 0, -1, -1, -1, -1, -1, -1, -1, -1, 2, 2,  2}));
+  // At most two: the two in two paragraphs (C, D) before A in three, still by first mention.
+  const std::vector<int64_t> two = EntityOfTokens(d.ids, d.paragraph, d.spans, 2, &first);
+  EXPECT_EQ(first, (std::vector<int32_t>{40, 50}));
+  EXPECT_EQ(two[4], 0);
+  EXPECT_EQ(two[9], 1);
+  EXPECT_EQ(two[1], -1);
+  // Without word spans (a tokenizer that gives no words) there are none.
+  EXPECT_EQ(EntityOfTokens(d.ids, d.paragraph, {}, 8, &first),
+            std::vector<int64_t>(d.ids.size(), -1));
+  EXPECT_TRUE(first.empty());
+}
+
+TEST(EtcPlanTest, EntityTokensFollowTheSegmentTokensAndLinkTheirMentions) {
+  ModelConfig c = SmallEtcConfig(false);
+  c.etc.positions = "paragraph";
+  c.position_offset = 2;
+  const WordDocument d = EntityDocument();
+  EXPECT_TRUE(MakeEtcInput(c, {7}, d.ids, d.paragraph, 4, d.spans).long_entity.empty());
+  c.etc.entity_globals = 2;
+  const EtcInput in = MakeEtcInput(c, {7}, d.ids, d.paragraph, 4, d.spans);
+  // CLS, the question piece, four segment tokens, then C and D as their first pieces.
+  EXPECT_EQ(in.global_ids,
+            (std::vector<int32_t>{c.special.cls, 7, c.special.paragraph, c.special.paragraph,
+                                  c.special.paragraph, c.special.paragraph, 40, 50}));
+  EXPECT_EQ(in.global_segment, (std::vector<int64_t>{-1, -1, 0, 1, 2, 3, -1, -1}));
+  EXPECT_EQ(in.global_positions, (std::vector<int64_t>{2, 3, 2, 2, 2, 2, 2, 2}));
+  ASSERT_EQ(in.long_entity.size(), d.ids.size());
+  for (size_t t = 0; t < d.ids.size(); ++t) {
+    const int32_t id = d.ids[t];
+    const bool c_or_d = id == 40 || id == 41 || id == 50 || id == 51 || id == 52;
+    EXPECT_EQ(in.long_entity[t], !c_or_d ? -1 : id < 50 ? 6 : 7) << "token " << t;
+  }
+}
+
 }  // namespace
 }  // namespace longqa

@@ -57,6 +57,41 @@ EtcInput RandomEtcInput(const ModelConfig& c, int64_t question, std::vector<int6
   return MakeEtcInput(c, q, ids, para, static_cast<int64_t>(paragraphs.size()));
 }
 
+// As RandomEtcInput, with entity words (config etc.entity_globals): the two-piece word
+// (110 111) opens every paragraph of three tokens or more, the three-piece (112 113 114) closes
+// every third one, and (115 116) sits once in the first: the first two recur, so they get entity
+// tokens linked to their mentions (etc_plan.h).
+EtcInput EntityEtcInput(const ModelConfig& c, int64_t question, std::vector<int64_t> paragraphs,
+                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> q, ids;
+  std::vector<int64_t> para;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (int64_t i = 0; i < question; ++i) q.push_back(5 + rng() % 100);
+  int64_t byte = 0;
+  auto add_word = [&](std::vector<int32_t> pieces, int64_t p) {
+    for (int32_t id : pieces) {
+      ids.push_back(id);
+      para.push_back(p);
+      spans.emplace_back(byte, byte + 1);
+    }
+    byte += 2;
+  };
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    const int64_t n = static_cast<int64_t>(p);
+    ids.push_back(c.special.paragraph);
+    para.push_back(n);
+    spans.emplace_back(byte, byte);
+    int64_t left = paragraphs[p];
+    if (left >= 3) add_word({110, 111}, n), left -= 2;
+    if (p == 0 && left >= 3) add_word({115, 116}, n), left -= 2;
+    const bool closes = p % 3 == 0 && left >= 3;
+    for (int64_t t = 0; t < left - (closes ? 3 : 0); ++t) add_word({5 + int32_t(rng() % 100)}, n);
+    if (closes) add_word({112, 113, 114}, n);
+  }
+  return MakeEtcInput(c, q, ids, para, static_cast<int64_t>(paragraphs.size()), spans);
+}
+
 // Returns {global states, long states} of one request.
 std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& c,
                                          const EtcInput& in) {
@@ -106,7 +141,8 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
             label = std::clamp<int64_t>(j - i, -k, k) + k;
           } else {
             const int64_t g = is_global(i) ? i : j, l = is_global(i) ? j : i;
-            const bool own = segment(g) >= 0 && segment(g) == segment(l);
+            const bool entity_link = !in.long_entity.empty() && in.long_entity[l - ng] == g;
+            const bool own = (segment(g) >= 0 && segment(g) == segment(l)) || entity_link;
             if (c.etc.hard_g2l_mask && is_global(i) && segment(g) >= 0 && !own) continue;
             label = own ? EtcPartOfLabel(c) : EtcNotPartOfLabel(c);
           }
@@ -205,6 +241,30 @@ TEST(EtcTest, HeadsOfSixteenFeaturesTakeTheFusedAttention) {
   }
 }
 
+TEST(EtcTest, EntityTokensArePartOfTheirMentions) {
+  // ETC's WikiHop links (etc.entity_globals): a mention's pairs with its entity token take the
+  // "part of" label both ways, on both paths and every form: heads of 8 features (the AVX2 fused
+  // kernels on x86) and 16 (the AVX-512 ones), LibTorch's inference form in chunks of one score
+  // element and of a few rows, with and without the hard mask (it leaves entity tokens unmasked).
+  for (const bool hard_mask : {false, true}) {
+    SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no mask");
+    ModelConfig c = EtcConfig(2, 3, 3, !hard_mask, hard_mask);
+    c.etc.entity_globals = 4;
+    const std::vector<EtcInput> inputs = {EntityEtcInput(c, 3, {9, 2, 12, 7, 0, 8}, 41),
+                                          EntityEtcInput(c, 2, {20, 6, 5}, 42)};
+    // Entities 110 and 112 (2 paragraphs or more), not 115 (one).
+    ASSERT_EQ(inputs[0].global_ids.size(), 1u + 3 + 6 + 2);
+    EXPECT_EQ(inputs[0].global_ids[10], 110);
+    EXPECT_EQ(inputs[0].global_ids[11], 112);
+    ASSERT_EQ(inputs[1].global_ids.size(), 1u + 2 + 3 + 1);  // 112 in one paragraph only
+    ExpectEtcMatchesReference(c, inputs, 43);
+    ExpectEtcMatchesReference(c, inputs, 44, 1);
+    ExpectEtcMatchesReference(c, inputs, 45, 700);
+    c.hidden_size = 32;
+    ExpectEtcMatchesReference(c, inputs, 46);
+  }
+}
+
 TEST(EtcTest, FusedCpuAttentionMatchesLibTorchsInferenceForm) {
   // The inference path with the fused kernels against the same path in LibTorch's chunked form,
   // at heads of 64 features: more global rows than a fused call's 64 and more long blocks than
@@ -223,9 +283,11 @@ TEST(EtcTest, FusedCpuAttentionMatchesLibTorchsInferenceForm) {
     ModelConfig c = EtcConfig(2, 4, 3, !hard_mask, hard_mask);
     c.hidden_size = 128;
     c.intermediate_size = 64;
+    c.etc.entity_globals = 2;
     const std::vector<EtcInput> inputs = {
         RandomEtcInput(c, 5, std::vector<int64_t>(70, 11), 33),  // n_g 76, 770 long tokens
-        RandomEtcInput(c, 2, {300, 40, 9}, 34)};
+        RandomEtcInput(c, 2, {300, 40, 9}, 34),
+        EntityEtcInput(c, 3, std::vector<int64_t>(40, 9), 36)};  // 2 entity tokens, n_g 46
     const TensorMap w = SpreadWeights(c, 35);
     const at::AutoGradMode grad(false);
     EtcOutput fused[2], libtorch[2], avx2;  // fp32, bf16; the AVX2 form in fp32

@@ -5,9 +5,11 @@
 # (220-600 then 600-2,000 tokens, 12 cities a document, two-hop four questions in seven, one-hop,
 # yes/no and unanswerable one each), with and without ETC's supporting-fact head and loss
 # (SUPPORTING=1; docs/model-format.md). The trainer's dev monitor scores the drill's dev sets by
-# kind; logs land beside this script.
-# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), STEPS (1400), STAGE_STEPS (700),
-# LR (1e-4).
+# kind; logs land beside this script. Session 70: ENTITIES=N adds up to N entity tokens a document
+# (etc.entity_globals: ETC's WikiHop links between a recurring name's global token and its
+# mentions).
+# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), STEPS (1400),
+# STAGE_STEPS (700), LR (1e-4).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
@@ -15,6 +17,9 @@ W="${W:-build/etc-cf}"
 kinds=two_hop,two_hop,two_hop,two_hop,one_hop,yes_no,unanswerable
 name=drill init=init flags=(--hard_g2l_mask)
 if [[ -n "${SUPPORTING:-}" ]]; then name=drill-sup init=init-sup flags+=(--supporting_fact_head); fi
+if [[ "${ENTITIES:-0}" != 0 ]]; then
+  name=$name-ent$ENTITIES init=$init-ent$ENTITIES flags+=(--entity_globals "$ENTITIES")
+fi
 [[ -s $W/$init/model.safetensors ]] ||
   .venv/bin/python tools/window_to_etc.py models/checkpoints/cluster_former_minilm "$W/$init" \
     "${flags[@]}"
