@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 #include "model/encoders/exact_match.h"
 
@@ -36,11 +37,13 @@ std::vector<int64_t> SegmentOfParagraphs(const std::vector<int64_t>& token_parag
 std::vector<int64_t> EntityOfTokens(const std::vector<int32_t>& ids,
                                     const std::vector<int64_t>& token_paragraph,
                                     const std::vector<std::pair<int64_t, int64_t>>& word_spans,
+                                    const std::vector<int32_t>& question_pieces,
                                     int64_t max_entities, std::vector<int32_t>* first_pieces) {
   const int64_t n = static_cast<int64_t>(ids.size());
   struct Word {
     int64_t first = -1, paragraphs = 0, last_paragraph = -1;
     std::vector<std::pair<int64_t, int64_t>> mentions;  // token ranges [begin, end)
+    bool near_question = false;  // in a paragraph that names a word of the question
   };
   std::map<std::vector<int32_t>, Word> words;
   const bool spans = static_cast<int64_t>(word_spans.size()) == n;
@@ -59,12 +62,30 @@ std::vector<int64_t> EntityOfTokens(const std::vector<int32_t>& ids,
     }
     t = end;
   }
-  std::vector<const Word*> chosen;
+  // Paragraphs that name a word of the question (its pieces in a row in the question's).
+  std::vector<bool> names_question(
+      token_paragraph.empty()
+          ? 0
+          : *std::max_element(token_paragraph.begin(), token_paragraph.end()) + 1,
+      false);
   for (const auto& [pieces, w] : words) {
-    if (w.paragraphs >= 2) chosen.push_back(&w);
+    if (std::search(question_pieces.begin(), question_pieces.end(), pieces.begin(), pieces.end()) ==
+        question_pieces.end()) {
+      continue;
+    }
+    for (const auto& mention : w.mentions) names_question[token_paragraph[mention.first]] = true;
+  }
+  std::vector<Word*> chosen;
+  for (auto& [pieces, w] : words) {
+    if (w.paragraphs < 2) continue;
+    for (const auto& mention : w.mentions) {
+      w.near_question = w.near_question || names_question[token_paragraph[mention.first]];
+    }
+    chosen.push_back(&w);
   }
   std::sort(chosen.begin(), chosen.end(), [](const Word* a, const Word* b) {
-    return std::make_pair(a->paragraphs, a->first) < std::make_pair(b->paragraphs, b->first);
+    return std::make_tuple(!a->near_question, a->paragraphs, a->first) <
+           std::make_tuple(!b->near_question, b->paragraphs, b->first);
   });
   if (static_cast<int64_t>(chosen.size()) > max_entities) chosen.resize(max_entities);
   std::sort(chosen.begin(), chosen.end(),
@@ -103,9 +124,10 @@ EtcInput MakeEtcInput(const ModelConfig& config, const std::vector<int32_t>& que
   }
   std::vector<int32_t> entity_pieces;
   const std::vector<int64_t> entity =
-      config.etc.entity_globals > 0 ? EntityOfTokens(document_ids, token_paragraph, word_spans,
-                                                     config.etc.entity_globals, &entity_pieces)
-                                    : std::vector<int64_t>();
+      config.etc.entity_globals > 0
+          ? EntityOfTokens(document_ids, token_paragraph, word_spans, question_pieces,
+                           config.etc.entity_globals, &entity_pieces)
+          : std::vector<int64_t>();
   const int64_t first_entity_row = static_cast<int64_t>(in.global_ids.size());
   for (int32_t id : entity_pieces) {  // an entity token starts as its word's first piece
     in.global_ids.push_back(id);

@@ -32,11 +32,14 @@ struct EtcInput {
 // The entity words of a document (etc.entity_globals): words of two or more pieces (a piece run
 // sharing one word span, as the tokenizer's words) whose piece sequence recurs in two or more
 // paragraphs. Uncommon words split into pieces, so these are mostly names. At most
-// `max_entities`, those in the fewest paragraphs first (the most specific; ties: the earliest),
-// numbered by first mention. Returns per token its entity or -1, and each entity's first piece.
+// `max_entities`: first those that share a paragraph with a word of the question (its pieces in a
+// row among the question's: the names a question's second hop may go through), then those in the
+// fewest paragraphs (the most specific; ties: the earliest); numbered by first mention. Returns
+// per token its entity or -1, and each entity's first piece.
 std::vector<int64_t> EntityOfTokens(const std::vector<int32_t>& ids,
                                     const std::vector<int64_t>& token_paragraph,
                                     const std::vector<std::pair<int64_t, int64_t>>& word_spans,
+                                    const std::vector<int32_t>& question_pieces,
                                     int64_t max_entities, std::vector<int32_t>* first_pieces);
 
 // Segment of each paragraph: the paragraph itself while there are at most `max_segments`;

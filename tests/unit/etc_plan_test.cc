@@ -154,19 +154,31 @@ WordDocument EntityDocument() {
 TEST(EtcPlanTest, EntitiesAreWordsOfSeveralPiecesInSeveralParagraphs) {
   const WordDocument d = EntityDocument();
   std::vector<int32_t> first;
-  const std::vector<int64_t> entity = EntityOfTokens(d.ids, d.paragraph, d.spans, 8, &first);
+  const std::vector<int64_t> entity = EntityOfTokens(d.ids, d.paragraph, d.spans, {}, 8, &first);
   // Numbered by first mention: A 0, C 1, D 2; E, 30 and the split 20 / 21 are none.
   EXPECT_EQ(first, (std::vector<int32_t>{20, 40, 50}));
   EXPECT_EQ(entity, (std::vector<int64_t>{-1, 0, 0, -1, 1,  1,  -1, 0,  0,  2,  2,  2, -1, 1,
                                           1,  0, 0, -1, -1, -1, -1, -1, -1, -1, -1, 2, 2,  2}));
-  // At most two: the two in two paragraphs (C, D) before A in three, still by first mention.
-  const std::vector<int64_t> two = EntityOfTokens(d.ids, d.paragraph, d.spans, 2, &first);
+  // At most two: the two in two paragraphs (C, D) before A in three, still by first mention (the
+  // question's pieces name no word here).
+  const std::vector<int64_t> two = EntityOfTokens(d.ids, d.paragraph, d.spans, {7, 8}, 2, &first);
   EXPECT_EQ(first, (std::vector<int32_t>{40, 50}));
   EXPECT_EQ(two[4], 0);
   EXPECT_EQ(two[9], 1);
   EXPECT_EQ(two[1], -1);
+  // A question that names D (its pieces among the question's): the entities that share a
+  // paragraph with D (paragraphs 1 and 3: A and D) come first, C (0 and 2) after them.
+  const std::vector<int64_t> near =
+      EntityOfTokens(d.ids, d.paragraph, d.spans, {7, 50, 51, 52, 9}, 2, &first);
+  EXPECT_EQ(first, (std::vector<int32_t>{20, 50}));
+  EXPECT_EQ(near[1], 0);
+  EXPECT_EQ(near[9], 1);
+  EXPECT_EQ(near[4], -1);
+  // A question with D's first two pieces only names no word of the document.
+  EntityOfTokens(d.ids, d.paragraph, d.spans, {50, 51}, 2, &first);
+  EXPECT_EQ(first, (std::vector<int32_t>{40, 50}));
   // Without word spans (a tokenizer that gives no words) there are none.
-  EXPECT_EQ(EntityOfTokens(d.ids, d.paragraph, {}, 8, &first),
+  EXPECT_EQ(EntityOfTokens(d.ids, d.paragraph, {}, {}, 8, &first),
             std::vector<int64_t>(d.ids.size(), -1));
   EXPECT_TRUE(first.empty());
 }
