@@ -7,6 +7,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "kernels/etc_score_bias.h"
 #include "kernels/ops.h"
 #include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_ops.h"
@@ -34,6 +35,8 @@ struct EtcEncoder::RequestTables {
   // row order (host, for the LibTorch inference form's chunks); and per global row its linked long
   // rows, ascending (mentions [mention_begin[g], mention_begin[g + 1])), for the fused kernels.
   at::Tensor long_entity;
+  at::Tensor
+      global_entity;  // [n_g] bool: the row is an entity token (the hard mask hides the rest)
   std::vector<int64_t> link_long, link_global;
   at::Tensor mention_begin, mentions;
 };
@@ -84,6 +87,18 @@ void AddEntityLinks(at::Tensor s, const at::Tensor& qa, const std::vector<int64_
   const at::Tensor r = Upload(rows, s.device()), c = Upload(cols, s.device());
   const at::Tensor term = qa.index({Slice(), r, part_of}) - qa.index({Slice(), r, not_part_of});
   s.index_put_({Slice(), r, c}, s.index({Slice(), r, c}) + term);
+}
+
+// The hard g2l mask on the entity rows of a global-query score block s [h, n_g, keys]: an entity
+// token's keys other than its linked ones (rows[i], cols[i]) get kEtcMaskedScore.
+void MaskEntityRows(at::Tensor s, const at::Tensor& global_entity, const std::vector<int64_t>& rows,
+                    const std::vector<int64_t>& cols) {
+  at::Tensor linked = at::zeros({s.size(1), s.size(2)}, global_entity.options());
+  if (!rows.empty()) {
+    linked.index_put_({Upload(rows, s.device()), Upload(cols, s.device())}, true);
+  }
+  s.masked_fill_(global_entity.unsqueeze(1).logical_and(linked.logical_not()).unsqueeze(0),
+                 kernels::kEtcMaskedScore);
 }
 
 // The links among long rows [begin, end) (RequestTables' link_long is sorted): their long rows
@@ -253,8 +268,13 @@ std::pair<at::Tensor, at::Tensor> EtcEncoder::Attend(const Layer& layer, const a
                         at::cat({g2g, membership(qa, own)}, 2).permute({1, 0, 2});
     scores.mul_(scale);
     if (config_.etc.hard_g2l_mask) {
-      // A segment token sees only its own segment's long tokens (and every global token).
-      const at::Tensor hidden = segment.ge(0).logical_and(own.logical_not());
+      // A segment token sees only its own segment's long tokens, an entity token its mentions
+      // (and both every global token).
+      at::Tensor linked = segment.ge(0);
+      if (t.global_entity.defined()) {
+        linked = linked.logical_or(t.global_entity.narrow(0, g0, rows).unsqueeze(1));
+      }
+      const at::Tensor hidden = linked.logical_and(own.logical_not());
       scores.masked_fill_(at::cat({at::zeros({rows, t.n_g}, hidden.options()), hidden}, 1), -1e30);
     }
     g_context.push_back(
@@ -393,6 +413,9 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
                                  c0, config_.etc.hard_g2l_mask);
       LinksIn(t.link_long, t.link_global, c0, c0 + keys, c0, &link_keys, &link_rows);
       AddEntityLinks(s, qa_g, link_rows, link_keys, part_of, not_part_of);
+      if (config_.etc.hard_g2l_mask && t.global_entity.defined()) {
+        MaskEntityRows(s, t.global_entity, link_rows, link_keys);
+      }
       const at::Tensor new_top = at::maximum(top, s.amax(-1, /*keepdim=*/true));
       const at::Tensor rescale = (top.to(at::kFloat) - new_top.to(at::kFloat)).exp_();
       s.sub_(new_top).exp_();
@@ -536,6 +559,7 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
         mentions[next[t.link_global[i]]++] = t.link_long[i];  // long rows ascending per entity
       }
       t.mention_begin = Upload(begin, device);
+      t.global_entity = t.mention_begin.narrow(0, 1, t.n_g).gt(t.mention_begin.narrow(0, 0, t.n_g));
       t.mentions = Upload(mentions, device);
     }
     if (positions) {

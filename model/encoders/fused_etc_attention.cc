@@ -282,7 +282,7 @@ LONGQA_AVX512_BF16 void GlobalChunkRows(const Common<T>& s, GlobalScratch& w, co
       AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
                     qa[s.part_of], s.mask_outside);
       etc_fused::AddMentionColumns(s.mention_begin, s.mentions, row, key0, count, row_scores,
-                                   qa[s.not_part_of], qa[s.part_of]);
+                                   qa[s.not_part_of], qa[s.part_of], s.mask_outside);
     } else {
       AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }

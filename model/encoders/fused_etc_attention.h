@@ -73,7 +73,8 @@ struct EtcGlobalAttentionInputs {
   at::Tensor g2g_labels;              // int64 [n_g, n_g]: -1 masks the pair
   at::Tensor own_lo, own_hi;  // int64 [n_g]: a global row's own long keys [lo, hi); lo < 0: none
   int64_t part_of = 0, not_part_of = 0;
-  bool mask_outside = false;  // ETC's hard g2l mask: a row with a range sees no other long key
+  // ETC's hard g2l mask: a row with a range (or mentions) sees no other long key
+  bool mask_outside = false;
   // Entity tokens' own long keys besides the range: global row g's are
   // mentions[mention_begin[g], mention_begin[g + 1]), ascending (int64 [n_g + 1] and [links]);
   // undefined: none.

@@ -176,7 +176,7 @@ LONGQA_AVX2 void GlobalChunkRows(const Common<float>& s, GlobalScratch& w, const
       AddMembership(row_scores, count, key0, s.own_lo[row], s.own_hi[row], qa[s.not_part_of],
                     qa[s.part_of], s.mask_outside);
       etc_fused::AddMentionColumns(s.mention_begin, s.mentions, row, key0, count, row_scores,
-                                   qa[s.not_part_of], qa[s.part_of]);
+                                   qa[s.not_part_of], qa[s.part_of], s.mask_outside);
     } else {
       AddLabels(row_scores, count, s.labels.data() + (row - s.r0) * s.n_g + key0, nullptr, qa);
     }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/etc_score_bias.h"
 #include "model/encoders/fused_etc_attention.h"
 
 namespace longqa::etc_fused {
@@ -53,15 +54,25 @@ inline void AddEntityColumn(const int64_t* long_entity, int64_t row, float* scor
 }
 
 // The same for a global row over long keys [key0, key0 + count): its mentions there get
-// "part of" (scores[j]: key key0 + j).
+// "part of" (scores[j]: key key0 + j); with mask_outside (the hard g2l mask), an entity token's
+// other keys get kEtcMaskedScore, as a segment token's outside its segment.
 inline void AddMentionColumns(const int64_t* mention_begin, const int64_t* mentions, int64_t row,
                               int64_t key0, int64_t count, float* scores, float outside,
-                              float inside) {
-  if (mention_begin == nullptr) return;
+                              float inside, bool mask_outside) {
+  if (mention_begin == nullptr || mention_begin[row] == mention_begin[row + 1]) return;
   const int64_t* end = mentions + mention_begin[row + 1];
-  for (const int64_t* m = std::lower_bound(mentions + mention_begin[row], end, key0);
-       m != end && *m < key0 + count; ++m) {
-    scores[*m - key0] += inside - outside;
+  const int64_t* m = std::lower_bound(mentions + mention_begin[row], end, key0);
+  if (!mask_outside) {
+    for (; m != end && *m < key0 + count; ++m) scores[*m - key0] += inside - outside;
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    if (m != end && *m == key0 + j) {
+      scores[j] += inside - outside;
+      ++m;
+    } else {
+      scores[j] = kernels::kEtcMaskedScore;
+    }
   }
 }
 

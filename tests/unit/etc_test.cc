@@ -143,7 +143,11 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
             const int64_t g = is_global(i) ? i : j, l = is_global(i) ? j : i;
             const bool entity_link = !in.long_entity.empty() && in.long_entity[l - ng] == g;
             const bool own = (segment(g) >= 0 && segment(g) == segment(l)) || entity_link;
-            if (c.etc.hard_g2l_mask && is_global(i) && segment(g) >= 0 && !own) continue;
+            // The hard mask: a segment token sees its segment's tokens, an entity its mentions.
+            const bool entity = std::count(in.long_entity.begin(), in.long_entity.end(), g) > 0;
+            if (c.etc.hard_g2l_mask && is_global(i) && (segment(g) >= 0 || entity) && !own) {
+              continue;
+            }
             label = own ? EtcPartOfLabel(c) : EtcNotPartOfLabel(c);
           }
           const at::Tensor qi = q[i].narrow(0, h * dh, dh);
@@ -244,8 +248,10 @@ TEST(EtcTest, HeadsOfSixteenFeaturesTakeTheFusedAttention) {
 TEST(EtcTest, EntityTokensArePartOfTheirMentions) {
   // ETC's WikiHop links (etc.entity_globals): a mention's pairs with its entity token take the
   // "part of" label both ways, on both paths and every form: heads of 8 features (the AVX2 fused
-  // kernels on x86) and 16 (the AVX-512 ones), LibTorch's inference form in chunks of one score
-  // element and of a few rows, with and without the hard mask (it leaves entity tokens unmasked).
+  // kernels on x86) and 16 (the AVX-512 ones), with and without the hard mask (an entity token
+  // then sees only its mentions among the long tokens), the trainable path also in chunks of one
+  // score element and of a few rows; LibTorch's inference form against the fused kernels in
+  // FusedCpuAttentionMatchesLibTorchsInferenceForm.
   for (const bool hard_mask : {false, true}) {
     SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no mask");
     ModelConfig c = EtcConfig(2, 3, 3, !hard_mask, hard_mask);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 70: the ETC drill model (run.sh, ENTITIES=64: entity tokens linked to their mentions)
+# through the kept Cluster-Former's last round (realtext/cf-drill-first/matched-round.sh's
+# matchedwidesimilar120: 1,850 short real-English and generated rows and 120 generated 8k-32k
+# documents, 900 steps at 2e-5, the same trainer flags and shuffle), so that it reads 8k-32k
+# documents again; then scored as every Cluster-Former is (score_model.sh, served, the fixed
+# splits). Env: W (build/matched: its data/ holds the round's mix), START (the drill model),
+# NAME (etc-ent64-long), STEPS (900), LR (2e-5).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../.."
+W="${W:-build/matched}" START="${START:-build/etc-cf/drill-ent64}" NAME="${NAME:-etc-ent64-long}"
+mix=$W/data/mix-long120-seed81-matched-wide-similar0.5-mix4m-wide-similar0.5
+out=build/etc-cf/$NAME init=build/etc-cf/$NAME-init
+if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer's state
+  mkdir -p "$init"
+  find "$START" -maxdepth 1 -type f ! -name optimizer.safetensors ! -name trainer_state.json \
+    -exec cp -t "$init/" {} +
+fi
+env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$init" --out "$out" \
+  --stages "$mix/train.jsonl" --stage_dev "$W/data/mix4/dev.jsonl" --steps "${STEPS:-900}" \
+  --lr "${LR:-2e-5}" --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
+  --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
+cp "$out.log" "$HERE/$NAME-train.log"
+W=$W SERVED_ONLY=1 bash bench/results/minilm_eval/realtext/cf-drill-first/score_model.sh \
+  "$NAME" "$out"
