@@ -15,6 +15,10 @@ The folder's null threshold is reset to 0: calibrate it again (longqa eval --cal
 that asks the segment tokens of the paragraphs an answer needs to score 1, the others 0.
 --entity_globals N adds up to N entity tokens a document (ETC's WikiHop links): one global token per
 word of several pieces that recurs in two or more paragraphs, "part of" each of its mentions.
+--part_of_prior P starts the "part of" label's embedding at P (natural-log units of attention) for
+the layer's mean query instead of zero: a long token then attends e^P times more to its own segment
+and entity tokens from the first step (the mean query taken as W_Q times the bias of the LayerNorm
+before the layer, plus b_Q: the part of a query that every token shares).
 """
 import argparse
 import json
@@ -32,6 +36,18 @@ WINDOW_ONLY = ("window_tokens", "stride_tokens", "num_clusters", "clustered_atte
 
 def fail(message):
     sys.exit(f"window_to_etc: {message}")
+
+
+def part_of_prior(weights, layer, heads, prior):
+    """A "part of" embedding a with q_mean · a / sqrt(dh) = prior in every head of the layer."""
+    before = ("embeddings.LayerNorm.bias" if layer == 0
+              else f"encoder.layer.{layer - 1}.output.LayerNorm.bias")
+    scope = f"encoder.layer.{layer}.attention.self.query"
+    q_mean = weights[scope + ".weight"] @ weights[before] + weights[scope + ".bias"]
+    dh = q_mean.numel() // heads
+    per_head = q_mean.view(heads, dh)
+    scale = prior * dh ** 0.5 / per_head.pow(2).sum(1, keepdim=True).clamp_min(1e-6)
+    return (per_head * scale).reshape(-1)
 
 
 def convert(args):
@@ -56,8 +72,13 @@ def convert(args):
         weights.pop("embeddings.position_embeddings.weight", None)
     labels = 2 * args.relative_clip + 3
     d = config["hidden_size"]
+    heads = config["num_heads"]
     for i in range(len(layers)):
-        weights[f"encoder.layer.{i}.attention.self.relative_key"] = torch.zeros(labels, d)
+        relative = torch.zeros(labels, d)
+        if args.part_of_prior:
+            relative[2 * args.relative_clip + 1] = part_of_prior(weights, i, heads,
+                                                                 args.part_of_prior)
+        weights[f"encoder.layer.{i}.attention.self.relative_key"] = relative
     if args.supporting_fact_head:  # new, initialised as import_hf.py's new heads
         generator = torch.Generator().manual_seed(args.seed)
         weights["supporting_fact.weight"] = torch.empty(1, d).normal_(0.0, 0.02,
@@ -105,6 +126,8 @@ def main():
                         "supporting-fact loss from the data's \"supporting\" paragraphs")
     p.add_argument("--entity_globals", type=int, default=0,
                    help="most entity tokens a document (0: none), each linked to its mentions")
+    p.add_argument("--part_of_prior", type=float, default=0.0,
+                   help="the 'part of' label's start, in log units of attention for the mean query")
     p.add_argument("--seed", type=int, default=1, help="seed of the new head's initialisation")
     convert(p.parse_args())
 

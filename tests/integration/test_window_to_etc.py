@@ -76,6 +76,29 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
         cf_dir / "tokenizer.json").read_bytes()
 
 
+def test_part_of_prior_gives_the_mean_query_its_bias(tmp_path):
+    """--part_of_prior P: the "part of" embedding a of each layer satisfies q_mean · a / sqrt(dh) =
+    P in every head, q_mean = W_Q times the bias of the LayerNorm before the layer, plus b_Q;
+    every other label stays zero."""
+    cf_dir = window_model(tmp_path)
+    assert convert(cf_dir, tmp_path / "etc", "--part_of_prior=1.5",
+                   "--relative_clip=4").returncode == 0
+    w = load_file(str(tmp_path / "etc" / "model.safetensors"))
+    heads = json.loads((cf_dir / "config.json").read_text())["num_heads"]
+    for i in range(5):
+        before = ("embeddings.LayerNorm.bias" if i == 0
+                  else f"encoder.layer.{i - 1}.output.LayerNorm.bias")
+        q = (w[f"encoder.layer.{i}.attention.self.query.weight"] @ w[before] +
+             w[f"encoder.layer.{i}.attention.self.query.bias"])
+        relative = w[f"encoder.layer.{i}.attention.self.relative_key"]
+        part_of = relative[2 * 4 + 1]
+        dh = q.numel() // heads
+        dots = (q.view(heads, dh) * part_of.view(heads, dh)).sum(1) / dh ** 0.5
+        assert torch.allclose(dots, torch.full((heads,), 1.5), atol=1e-4), (i, dots)
+        others = torch.cat([relative[:2 * 4 + 1], relative[2 * 4 + 2:]])
+        assert not others.any(), i
+
+
 def test_converted_folder_is_served_as_etc(tmp_path):
     cf_dir = window_model(tmp_path)
     # With the supporting-fact head (a training head: the server loads it and answers as usual)

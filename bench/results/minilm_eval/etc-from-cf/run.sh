@@ -7,8 +7,9 @@
 # (SUPPORTING=1; docs/model-format.md). The trainer's dev monitor scores the drill's dev sets by
 # kind; logs land beside this script. Session 70: ENTITIES=N adds up to N entity tokens a document
 # (etc.entity_globals: ETC's WikiHop links between a recurring name's global token and its
-# mentions).
-# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), STEPS (1400),
+# mentions); PRIOR=P starts the "part of" label at P for each layer's mean query
+# (window_to_etc.py --part_of_prior).
+# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), PRIOR, STEPS (1400),
 # STAGE_STEPS (700), LR (1e-4).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -20,6 +21,7 @@ if [[ -n "${SUPPORTING:-}" ]]; then name=drill-sup init=init-sup flags+=(--suppo
 if [[ "${ENTITIES:-0}" != 0 ]]; then
   name=$name-ent$ENTITIES init=$init-ent$ENTITIES flags+=(--entity_globals "$ENTITIES")
 fi
+if [[ -n "${PRIOR:-}" ]]; then name=$name-prior$PRIOR init=$init-prior$PRIOR flags+=(--part_of_prior "$PRIOR"); fi
 [[ -s $W/$init/model.safetensors ]] ||
   .venv/bin/python tools/window_to_etc.py models/checkpoints/cluster_former_minilm "$W/$init" \
     "${flags[@]}"
