@@ -35,8 +35,8 @@ struct EtcEncoder::RequestTables {
   // row order (host, for the LibTorch inference form's chunks); and per global row its linked long
   // rows, ascending (mentions [mention_begin[g], mention_begin[g + 1])), for the fused kernels.
   at::Tensor long_entity;
-  at::Tensor
-      global_entity;  // [n_g] bool: the row is an entity token (the hard mask hides the rest)
+  // [n_g] bool: the row is an entity token (the hard mask hides its other long keys).
+  at::Tensor global_entity;
   std::vector<int64_t> link_long, link_global;
   at::Tensor mention_begin, mentions;
 };

@@ -6,7 +6,8 @@
 // masked). Relative labels replace absolute positions: clipped relative positions (k) within each
 // input, and "part of"/"not part of" between segment tokens and long tokens; a BERT lift may keep
 // paragraph positions too (etc.positions). Optional hard g2l mask (a segment token sees only its
-// own segment) and separate global projections.
+// own segment) and separate global projections; optional entity tokens (etc.entity_globals: ETC's
+// WikiHop links, a global token "part of" each mention of a recurring name).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -37,6 +37,12 @@ def write_tokenizer(path, vocab_size, specials):
               ).save(os.path.join(path, "tokenizer.json"))
 
 
+def save_hf(model, hf_dir, specials=None):
+    """A Hugging Face folder of `model` with a WordPiece tokenizer.json of its vocabulary size."""
+    model.save_pretrained(hf_dir, safe_serialization=True)
+    write_tokenizer(hf_dir, model.config.vocab_size, specials or BERT_SPECIALS)
+
+
 def perturb(model, seed):
     """Random values in every weight, so a LayerNorm or bias mapped wrongly cannot hide."""
     generator = torch.Generator().manual_seed(seed)
@@ -102,8 +108,7 @@ def test_tiny_random_encoders_match_transformers(family, tmp_path):
     perturb(model, 7)
     model.eval()
     hf_dir, out_dir = tmp_path / "hf", tmp_path / "longqa"
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, specials)
+    save_hf(model, hf_dir, specials)
     converted = import_model(str(hf_dir), str(out_dir), "--max_question_tokens=16", *extra)
     assert converted["position_offset"] == (0 if family == "bert" else 2)
     assert converted["untrained_heads"] == ["qa_outputs", "long_answer", "answer_type"]
@@ -130,8 +135,7 @@ def test_question_answering_head_is_kept_and_not_marked_untrained(tmp_path):
     model = BertForQuestionAnswering(config)
     perturb(model, 11)
     hf_dir, out_dir = tmp_path / "hf", tmp_path / "longqa"
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    save_hf(model, hf_dir)
     converted = import_model(str(hf_dir), str(out_dir), "--max_question_tokens=16")
     # A QA checkpoint is served as it was fine-tuned (qa_format squad: test_squad_parity.py),
     # which reads the span head only: no head it uses is untrained.
@@ -148,8 +152,7 @@ def test_question_answering_head_is_kept_and_not_marked_untrained(tmp_path):
 def test_cluster_and_etc_layouts(tmp_path):
     config = BertConfig(vocab_size=1003, max_position_embeddings=160, **TINY)
     hf_dir = tmp_path / "hf"
-    BertModel(config).save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    save_hf(BertModel(config), hf_dir)
     cf = import_model(str(hf_dir), str(tmp_path / "cf"), "--layers=SSCSC", "--clusters=8",
                       "--max_question_tokens=16")
     assert cf["num_clusters"] == [8, 8] and cf["qa_format"] == "nq"
@@ -178,8 +181,7 @@ def test_unsupported_checkpoints_fail_with_a_reason(tmp_path):
     config = BertConfig(vocab_size=1003, max_position_embeddings=160,
                         **{**TINY, "hidden_act": "gelu_new"})
     hf_dir = tmp_path / "hf"
-    BertModel(config).save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    save_hf(BertModel(config), hf_dir)
     result = subprocess.run([sys.executable, IMPORTER, str(hf_dir), str(tmp_path / "out")],
                             capture_output=True, text=True)
     assert result.returncode != 0

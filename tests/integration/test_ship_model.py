@@ -11,7 +11,7 @@ from safetensors import safe_open
 from transformers import BertConfig, BertForQuestionAnswering
 
 from longqa_process import start_server
-from test_import_hf import BERT_SPECIALS, BUILD, SOURCE, TINY, import_model, perturb, write_tokenizer
+from test_import_hf import BUILD, SOURCE, TINY, import_model, perturb, save_hf
 
 SHIP = os.path.join(SOURCE, "tools", "ship_model.py")
 CLI = os.path.join(BUILD, "client", "longqa")
@@ -31,8 +31,7 @@ def import_and_ship(tmp_path, seed, *ship_flags):
     model = BertForQuestionAnswering(config)
     perturb(model, seed)
     hf_dir, fp32_dir, shipped_dir = tmp_path / "hf", tmp_path / "fp32", tmp_path / "shipped"
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    save_hf(model, hf_dir)
     import_model(str(hf_dir), str(fp32_dir), "--max_question_tokens=16", "--window_tokens=64",
                  "--stride_tokens=48")
     (fp32_dir / "optimizer.safetensors").write_bytes(b"left behind")  # as a checkpoint has

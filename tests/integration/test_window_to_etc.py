@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertModel
 
 from longqa_process import start_server
-from test_import_hf import BERT_SPECIALS, BUILD, SOURCE, TINY, import_model, perturb, write_tokenizer
+from test_import_hf import BUILD, SOURCE, TINY, import_model, perturb, save_hf
 
 CONVERT = os.path.join(SOURCE, "tools", "window_to_etc.py")
 CLI = os.path.join(BUILD, "client", "longqa")
@@ -25,8 +25,7 @@ def window_model(tmp_path):
     model = BertModel(config)
     perturb(model, 9)
     hf_dir, cf_dir = tmp_path / "hf", tmp_path / "cf"
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    write_tokenizer(hf_dir, config.vocab_size, BERT_SPECIALS)
+    save_hf(model, hf_dir)
     import_model(str(hf_dir), str(cf_dir), "--layers=SSCSC", "--clusters=8",
                  "--max_question_tokens=16", "--window_tokens=64", "--stride_tokens=48")
     weights = load_file(str(cf_dir / "model.safetensors"))
