@@ -31,13 +31,13 @@ struct EtcEncoder::RequestTables {
   at::Tensor long_own_lo, long_own_hi;      // [num_blocks * block]
   at::Tensor global_own_lo, global_own_hi;  // [n_g]
   // Entity links (etc.entity_globals; undefined and empty without them): a long row's entity
-  // token [num_blocks * block] (-1: none, and padding); the (long row, entity row) pairs in long
-  // row order (host, for the LibTorch inference form's chunks); and per global row its linked long
-  // rows, ascending (mentions [mention_begin[g], mention_begin[g + 1])), for the fused kernels.
+  // token [num_blocks * block] (-1: none, and padding), also on the host (EtcInput::long_entity,
+  // for the LibTorch inference form's chunks); and per global row its linked long rows,
+  // ascending (mentions [mention_begin[g], mention_begin[g + 1])), for the fused kernels.
   at::Tensor long_entity;
+  std::vector<int64_t> host_long_entity;
   // [n_g] bool: the row is an entity token (the hard mask hides its other long keys).
   at::Tensor global_entity;
-  std::vector<int64_t> link_long, link_global;
   at::Tensor mention_begin, mentions;
 };
 
@@ -101,18 +101,17 @@ void MaskEntityRows(at::Tensor s, const at::Tensor& global_entity, const std::ve
                  kernels::kEtcMaskedScore);
 }
 
-// The links among long rows [begin, end) (RequestTables' link_long is sorted): their long rows
-// minus `long0` and their entity rows, as (long, entity) index lists.
-void LinksIn(const std::vector<int64_t>& link_long, const std::vector<int64_t>& link_global,
-             int64_t begin, int64_t end, int64_t long0, std::vector<int64_t>* longs,
-             std::vector<int64_t>* globals) {
-  const auto first = std::lower_bound(link_long.begin(), link_long.end(), begin);
-  const auto last = std::lower_bound(first, link_long.end(), end);
+// The links of long rows [begin, end) (long_entity: per long row its entity row or -1): their
+// long rows minus `long0` and their entity rows, as (long, entity) index lists.
+void LinksIn(const std::vector<int64_t>& long_entity, int64_t begin, int64_t end, int64_t long0,
+             std::vector<int64_t>* longs, std::vector<int64_t>* globals) {
   longs->clear();
   globals->clear();
-  for (auto it = first; it != last; ++it) {
-    longs->push_back(*it - long0);
-    globals->push_back(link_global[it - link_long.begin()]);
+  end = std::min(end, static_cast<int64_t>(long_entity.size()));
+  for (int64_t l = begin; l < end; ++l) {
+    if (long_entity[l] < 0) continue;
+    longs->push_back(l - long0);
+    globals->push_back(long_entity[l]);
   }
 }
 
@@ -411,7 +410,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
       at::Tensor s = at::bmm(qg_h, kc.transpose(1, 2));  // [h, n_g, keys]
       kernels::EtcMembershipBias(s, qa_g, part_of, not_part_of, t.global_own_lo, t.global_own_hi,
                                  c0, config_.etc.hard_g2l_mask);
-      LinksIn(t.link_long, t.link_global, c0, c0 + keys, c0, &link_keys, &link_rows);
+      LinksIn(t.host_long_entity, c0, c0 + keys, c0, &link_keys, &link_rows);
       AddEntityLinks(s, qa_g, link_rows, link_keys, part_of, not_part_of);
       if (config_.etc.hard_g2l_mask && t.global_entity.defined()) {
         MaskEntityRows(s, t.global_entity, link_rows, link_keys);
@@ -477,8 +476,7 @@ void EtcEncoder::AttendInference(const Layer& layer, const at::Tensor& xg, const
       kernels::EtcMembershipBias(s_global, qa, part_of, not_part_of,
                                  t.long_own_lo.narrow(0, b0 * b, rows),
                                  t.long_own_hi.narrow(0, b0 * b, rows), 0, false);
-      LinksIn(t.link_long, t.link_global, b0 * b, b0 * b + rows, b0 * b, &link_queries,
-              &link_columns);
+      LinksIn(t.host_long_entity, b0 * b, b0 * b + rows, b0 * b, &link_queries, &link_columns);
       AddEntityLinks(s_global, qa, link_queries, link_columns, part_of, not_part_of);
       kernels::EtcLabelBias(s_local, qa, t.local_labels, b0 * b, t.block_index);
       const at::Tensor p = SoftmaxLastDimInPlace(s);  // a new p beside s held twice the chunk
@@ -540,6 +538,7 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
     t.global_own_lo = Upload(global_lo, device);
     t.global_own_hi = Upload(global_hi, device);
     if (!in.long_entity.empty()) {
+      t.host_long_entity = in.long_entity;
       std::vector<int64_t> long_entity = in.long_entity;
       long_entity.resize(n_pad, -1);
       t.long_entity = Upload(long_entity, device);
@@ -549,14 +548,12 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
         if (g < 0) continue;
         TORCH_CHECK(g < t.n_g && in.global_segment[g] < 0, "ETC input: long token ", l,
                     " names global row ", g, ", which is no entity token");
-        t.link_long.push_back(l);
-        t.link_global.push_back(g);
         ++begin[g + 1];
       }
       for (int64_t g = 0; g < t.n_g; ++g) begin[g + 1] += begin[g];
-      std::vector<int64_t> mentions(t.link_long.size()), next(begin.begin(), begin.end() - 1);
-      for (size_t i = 0; i < t.link_long.size(); ++i) {
-        mentions[next[t.link_global[i]]++] = t.link_long[i];  // long rows ascending per entity
+      std::vector<int64_t> mentions(begin[t.n_g]), next(begin.begin(), begin.end() - 1);
+      for (int64_t l = 0; l < t.n_l; ++l) {  // long rows ascending per entity
+        if (in.long_entity[l] >= 0) mentions[next[in.long_entity[l]]++] = l;
       }
       t.mention_begin = Upload(begin, device);
       t.global_entity = t.mention_begin.narrow(0, 1, t.n_g).gt(t.mention_begin.narrow(0, 0, t.n_g));
