@@ -15,6 +15,9 @@ The folder's null threshold is reset to 0: calibrate it again (longqa eval --cal
 that asks the segment tokens of the paragraphs an answer needs to score 1, the others 0.
 --entity_globals N adds up to N entity tokens a document (ETC's WikiHop links): one global token per
 word of several pieces that recurs in two or more paragraphs, "part of" each of its mentions.
+--pool_entity_mentions makes each entity token hold the mean of its mentions' states before every
+layer (etc.pool_entity_mentions), so that a window model's layers, which matched two mentions of a
+name token to token, meet the other mentions' states in the entity token from the first step.
 --part_of_prior P starts the "part of" label's embedding at P (natural-log units of attention) for
 the layer's mean query instead of zero: a long token then attends e^P times more to its own segment
 and entity tokens from the first step (the mean query taken as W_Q times the bias of the LayerNorm
@@ -94,7 +97,8 @@ def convert(args):
                      "shared_projections": True, "hard_g2l_mask": args.hard_g2l_mask,
                      "max_segments": args.max_segments, "positions": args.positions,
                      "supporting_fact_head": args.supporting_fact_head,
-                     "entity_globals": args.entity_globals}
+                     "entity_globals": args.entity_globals,
+                     "pool_entity_mentions": args.pool_entity_mentions}
     if args.positions == "none":
         config.pop("max_position_embeddings", None)
 
@@ -126,6 +130,8 @@ def main():
                         "supporting-fact loss from the data's \"supporting\" paragraphs")
     p.add_argument("--entity_globals", type=int, default=0,
                    help="most entity tokens a document (0: none), each linked to its mentions")
+    p.add_argument("--pool_entity_mentions", action="store_true",
+                   help="an entity token holds the mean of its mentions' states before each layer")
     p.add_argument("--part_of_prior", type=float, default=0.0,
                    help="the 'part of' label's start, in log units of attention for the mean query")
     p.add_argument("--seed", type=int, default=1, help="seed of the new head's initialisation")

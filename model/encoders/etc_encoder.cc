@@ -117,6 +117,27 @@ void LinksIn(const std::vector<int64_t>& long_entity, int64_t begin, int64_t end
 
 // Membership ranges of one request (RequestTables): segments are contiguous runs of long tokens
 // (MakeEtcInput), so a segment token's own long tokens are one range.
+// etc.pool_entity_mentions: the batch's entity rows, and each mention's long row with the index
+// of its entity among them.
+struct EntityPooling {
+  std::vector<int64_t> entity_rows, counts, mention_rows, mention_entity;
+  at::Tensor entity_rows_t, inverse_counts_t, mention_rows_t, mention_entity_t;
+};
+
+// Replaces each entity token's state by the mean of its mentions' states (in place on the
+// inference path; out of place, differentiably, on the trainable one).
+at::Tensor PoolEntityMentions(at::Tensor xg, const at::Tensor& xl, const EntityPooling& p,
+                              bool in_place) {
+  if (p.entity_rows.empty()) return xg;
+  const at::Tensor sums =
+      at::zeros({static_cast<int64_t>(p.entity_rows.size()), xl.size(1)},
+                xl.options().dtype(at::kFloat))
+          .index_add_(0, p.mention_entity_t, xl.index_select(0, p.mention_rows_t).to(at::kFloat));
+  const at::Tensor mean = (sums * p.inverse_counts_t.unsqueeze(1)).to(xg.scalar_type());
+  if (in_place) return xg.index_copy_(0, p.entity_rows_t, mean);
+  return xg.index_copy(0, p.entity_rows_t, mean);
+}
+
 void MembershipRanges(const EtcInput& in, int64_t n_pad, std::vector<int64_t>* long_lo,
                       std::vector<int64_t>* long_hi, std::vector<int64_t>* global_lo,
                       std::vector<int64_t>* global_hi) {
@@ -502,6 +523,7 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
   std::vector<int64_t> global_ids, long_ids, long_match, global_positions, long_positions;
   const bool positions = config_.etc.positions != "none";
   std::vector<RequestTables> tables(inputs.size());
+  EntityPooling pooling;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EtcInput& in = inputs[i];
     RequestTables& t = tables[i];
@@ -555,6 +577,18 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
       for (int64_t l = 0; l < t.n_l; ++l) {  // long rows ascending per entity
         if (in.long_entity[l] >= 0) mentions[next[in.long_entity[l]]++] = l;
       }
+      if (config_.etc.pool_entity_mentions) {
+        for (int64_t g = 0; g < t.n_g; ++g) {
+          if (begin[g + 1] == begin[g]) continue;
+          const int64_t e = static_cast<int64_t>(pooling.entity_rows.size());
+          pooling.entity_rows.push_back(out.global_begin[i] + g);
+          pooling.counts.push_back(begin[g + 1] - begin[g]);
+          for (int64_t m = begin[g]; m < begin[g + 1]; ++m) {
+            pooling.mention_rows.push_back(out.long_begin[i] + mentions[m]);
+            pooling.mention_entity.push_back(e);
+          }
+        }
+      }
       t.mention_begin = Upload(begin, device);
       t.global_entity = t.mention_begin.narrow(0, 1, t.n_g).gt(t.mention_begin.narrow(0, 0, t.n_g));
       t.mentions = Upload(mentions, device);
@@ -581,10 +615,17 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
                                positions ? Upload(long_positions, device).unsqueeze(0) : none,
                                match ? Upload(long_match, device).unsqueeze(0) : none)
                       .squeeze(0);
+  if (!pooling.entity_rows.empty()) {
+    pooling.entity_rows_t = Upload(pooling.entity_rows, device);
+    pooling.mention_rows_t = Upload(pooling.mention_rows, device);
+    pooling.mention_entity_t = Upload(pooling.mention_entity, device);
+    pooling.inverse_counts_t = Upload(pooling.counts, device).to(at::kFloat).reciprocal();
+  }
   // Autograd off: the blocked inference attention (no backward of its in-place kernels needed).
   const bool inference = !at::GradMode::is_enabled();
   for (const Layer& layer : layers_) {
     StopIfAsked(stop);
+    xg = PoolEntityMentions(std::move(xg), xl, pooling, inference);
     if (inference) {
       // Each request's contexts written into one tensor each, and the layer's output over its
       // input: with q, k, v made one at a time the long rows are held about 5 times at the

@@ -110,6 +110,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.entity_globals != 0) {
       return bad("etc.entity_globals", "needs architecture \"etc\" (global tokens)");
     }
+    if (c.etc.pool_entity_mentions) {
+      return bad("etc.pool_entity_mentions", "needs architecture \"etc\" (entity tokens)");
+    }
     for (int64_t n : c.num_clusters) {
       if (n <= 0) return bad("num_clusters", "entries must be positive");
     }
@@ -127,6 +130,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.etc.relative_clip <= 0) return bad("etc.relative_clip", "must be positive");
     if (c.etc.max_segments <= 0) return bad("etc.max_segments", "must be positive");
     if (c.etc.entity_globals < 0) return bad("etc.entity_globals", "must not be negative");
+    if (c.etc.pool_entity_mentions && c.etc.entity_globals == 0) {
+      return bad("etc.pool_entity_mentions", "needs etc.entity_globals > 0");
+    }
     if (c.etc.positions != "none" && c.etc.positions != "paragraph" &&
         c.etc.positions != "document") {
       return bad("etc.positions", "must be \"none\", \"paragraph\" or \"document\"");
@@ -345,6 +351,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     LONGQA_RETURN_IF_ERROR(Read(e, "positions", &c.etc.positions, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "supporting_fact_head", &c.etc.supporting_fact_head, false));
     LONGQA_RETURN_IF_ERROR(Read(e, "entity_globals", &c.etc.entity_globals, false));
+    LONGQA_RETURN_IF_ERROR(Read(e, "pool_entity_mentions", &c.etc.pool_entity_mentions, false));
   }
   if (j.contains("clustered_attention")) {
     const json& k = j["clustered_attention"];
@@ -412,7 +419,8 @@ std::string ModelConfigToJson(const ModelConfig& c) {
               {"max_segments", c.etc.max_segments},
               {"positions", c.etc.positions},
               {"supporting_fact_head", c.etc.supporting_fact_head},
-              {"entity_globals", c.etc.entity_globals}};
+              {"entity_globals", c.etc.entity_globals},
+              {"pool_entity_mentions", c.etc.pool_entity_mentions}};
   j["clustered_attention"] = {{"clusters", c.clustered.clusters},
                               {"bits", c.clustered.bits},
                               {"iterations", c.clustered.iterations},

@@ -55,6 +55,13 @@ struct EtcConfig {
   // mention of its word, so that what one paragraph says about a name reaches the others that name
   // it (a two-hop question's bridge). 0: none.
   int64_t entity_globals = 0;
+  // Entity tokens that hold the mean of their mentions' states (a project extension, not the
+  // paper's): before every layer an entity token's state is replaced by the mean of its mentions'
+  // long states, so that a mention's long-to-global query meets, in one layer, what the other
+  // mentions of its name hold, as a Cluster-Former's cluster layer lets two mentions of a name
+  // attend to each other. Its own attention row is still computed (the last layer's is its
+  // output). Needs entity_globals > 0.
+  bool pool_entity_mentions = false;
 };
 
 // Clustered attention layers (K, and I for the improved form): Vyas et al. 2020 §3.

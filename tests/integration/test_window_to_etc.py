@@ -66,7 +66,8 @@ def test_weights_kept_centroids_dropped_relative_labels_zero(tmp_path):
     assert config["architecture"] == "etc" and config["layers"] == "EEEEE"
     assert config["etc"] == {"radius": 84, "relative_clip": 12, "shared_projections": True,
                              "hard_g2l_mask": True, "max_segments": 64, "positions": "document",
-                             "supporting_fact_head": False, "entity_globals": 0}
+                             "supporting_fact_head": False, "entity_globals": 0,
+                             "pool_entity_mentions": False}
     # Calibrated for the window model, so reset; what the heads read is kept.
     assert config["null_threshold"] == 0.0 and config["answer_type_pooling"] == "paragraph"
     for key in ("window_tokens", "stride_tokens", "num_clusters"):
@@ -101,12 +102,13 @@ def test_part_of_prior_gives_the_mean_query_its_bias(tmp_path):
 def test_converted_folder_is_served_as_etc(tmp_path):
     cf_dir = window_model(tmp_path)
     # With the supporting-fact head (a training head: the server loads it and answers as usual)
-    # and entity tokens (the rare words that recur below get them).
+    # and entity tokens (the rare words that recur below get them), pooled from their mentions.
     assert convert(cf_dir, tmp_path / "etc", "--supporting_fact_head",
-                   "--entity_globals=16").returncode == 0
+                   "--entity_globals=16", "--pool_entity_mentions").returncode == 0
     config = json.loads((tmp_path / "etc" / "config.json").read_text())
     assert config["etc"]["supporting_fact_head"] is True
     assert config["etc"]["entity_globals"] == 16
+    assert config["etc"]["pool_entity_mentions"] is True
     head = load_file(str(tmp_path / "etc" / "model.safetensors"))
     assert head["supporting_fact.weight"].shape == (1, 96) and head["supporting_fact.weight"].any()
     assert head["supporting_fact.bias"].shape == (1,) and not head["supporting_fact.bias"].any()

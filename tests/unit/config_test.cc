@@ -143,6 +143,23 @@ TEST(ConfigTest, EntityGlobalsRoundTripAndNeedEtc) {
       << ValidateModelConfig(window).message();
 }
 
+TEST(ConfigTest, PooledEntityMentionsRoundTripAndNeedEntityTokens) {
+  ModelConfig c = testing_support::TinyEtcConfig();
+  EXPECT_FALSE(ParseModelConfig(ModelConfigToJson(c))->etc.pool_entity_mentions);
+  c.etc.pool_entity_mentions = true;
+  EXPECT_NE(ValidateModelConfig(c).message().find("needs etc.entity_globals"), std::string::npos)
+      << ValidateModelConfig(c).message();
+  c.etc.entity_globals = 16;
+  const auto parsed = ParseModelConfig(ModelConfigToJson(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_TRUE(parsed->etc.pool_entity_mentions);
+  ModelConfig window = TinyConfig("SCS", 16, 12, 4);
+  window.etc.pool_entity_mentions = true;
+  EXPECT_NE(ValidateModelConfig(window).message().find("etc.pool_entity_mentions"),
+            std::string::npos)
+      << ValidateModelConfig(window).message();
+}
+
 TEST(ConfigTest, ClusteringAttentionLayersAndTheirSettingsRoundTrip) {
   ModelConfig c = TinyConfig("SNKCI", 32, 24);
   EXPECT_EQ(c.num_clusters.size(), 2u);  // one per C or N layer

@@ -120,6 +120,18 @@ std::pair<at::Tensor, at::Tensor> RefEtc(const TensorMap& w, const ModelConfig& 
     return is_global(i) ? in.global_segment[i] : in.long_segment[i - ng];
   };
   for (int64_t layer = 0; layer < c.num_layers(); ++layer) {
+    if (c.etc.pool_entity_mentions) {  // an entity token's state: the mean of its mentions'
+      for (int64_t g = 0; g < ng; ++g) {
+        at::Tensor sum = at::zeros({c.hidden_size}, at::kDouble);
+        int64_t count = 0;
+        for (int64_t l = 0; l < nl; ++l) {
+          if (in.long_entity[l] != g) continue;
+          sum += x[ng + l];
+          ++count;
+        }
+        if (count > 0) x[g] = sum / double(count);
+      }
+    }
     const std::string s = "encoder.layer." + std::to_string(layer) + ".attention.self.";
     auto project = [&](const char* name, const char* global_name) {
       const at::Tensor local = RefLinear(w, s + name, x);
@@ -268,6 +280,24 @@ TEST(EtcTest, EntityTokensArePartOfTheirMentions) {
     ExpectEtcMatchesReference(c, inputs, 45, 700);
     c.hidden_size = 32;
     ExpectEtcMatchesReference(c, inputs, 46);
+  }
+}
+
+TEST(EtcTest, PooledEntityTokensHoldTheMeanOfTheirMentions) {
+  // etc.pool_entity_mentions: before every layer each entity token's state is the mean of its
+  // mentions' states (the reference sets it so), on both paths, in a batch of two requests whose
+  // entity rows sit at different offsets, with and without the hard mask, heads of 8 and 16.
+  for (const bool hard_mask : {false, true}) {
+    SCOPED_TRACE(hard_mask ? "hard g2l mask" : "no mask");
+    ModelConfig c = EtcConfig(3, 3, 3, true, hard_mask);
+    c.etc.entity_globals = 4;
+    c.etc.pool_entity_mentions = true;
+    const std::vector<EtcInput> inputs = {EntityEtcInput(c, 3, {9, 2, 12, 7, 0, 8}, 47),
+                                          EntityEtcInput(c, 2, {20, 6, 5, 4}, 48)};
+    ExpectEtcMatchesReference(c, inputs, 49);
+    ExpectEtcMatchesReference(c, inputs, 50, 700);
+    c.hidden_size = 32;
+    ExpectEtcMatchesReference(c, inputs, 51);
   }
 }
 
