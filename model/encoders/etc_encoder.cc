@@ -115,8 +115,6 @@ void LinksIn(const std::vector<int64_t>& long_entity, int64_t begin, int64_t end
   }
 }
 
-// Membership ranges of one request (RequestTables): segments are contiguous runs of long tokens
-// (MakeEtcInput), so a segment token's own long tokens are one range.
 // etc.pool_entity_mentions: the batch's entity rows, and each mention's long row with the index
 // of its entity among them.
 struct EntityPooling {
@@ -138,6 +136,8 @@ at::Tensor PoolEntityMentions(at::Tensor xg, const at::Tensor& xl, const EntityP
   return xg.index_copy(0, p.entity_rows_t, mean);
 }
 
+// Membership ranges of one request (RequestTables): segments are contiguous runs of long tokens
+// (MakeEtcInput), so a segment token's own long tokens are one range.
 void MembershipRanges(const EtcInput& in, int64_t n_pad, std::vector<int64_t>* long_lo,
                       std::vector<int64_t>* long_hi, std::vector<int64_t>* global_lo,
                       std::vector<int64_t>* global_hi) {

@@ -8,8 +8,9 @@
 # kind; logs land beside this script. Session 70: ENTITIES=N adds up to N entity tokens a document
 # (etc.entity_globals: ETC's WikiHop links between a recurring name's global token and its
 # mentions); PRIOR=P starts the "part of" label at P for each layer's mean query
-# (window_to_etc.py --part_of_prior).
-# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), PRIOR, STEPS (1400),
+# (window_to_etc.py --part_of_prior). Session 71: POOL=1 makes the entity tokens hold the mean of
+# their mentions' states before every layer (etc.pool_entity_mentions).
+# Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), PRIOR, POOL, STEPS (1400),
 # STAGE_STEPS (700), LR (1e-4).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -21,6 +22,7 @@ if [[ -n "${SUPPORTING:-}" ]]; then name=drill-sup init=init-sup flags+=(--suppo
 if [[ "${ENTITIES:-0}" != 0 ]]; then
   name=$name-ent$ENTITIES init=$init-ent$ENTITIES flags+=(--entity_globals "$ENTITIES")
 fi
+if [[ -n "${POOL:-}" ]]; then name=$name-pool init=$init-pool flags+=(--pool_entity_mentions); fi
 if [[ -n "${PRIOR:-}" ]]; then name=$name-prior$PRIOR init=$init-prior$PRIOR flags+=(--part_of_prior "$PRIOR"); fi
 [[ -s $W/$init/model.safetensors ]] ||
   .venv/bin/python tools/window_to_etc.py models/checkpoints/cluster_former_minilm "$W/$init" \
