@@ -16,8 +16,8 @@ that asks the segment tokens of the paragraphs an answer needs to score 1, the o
 --entity_globals N adds up to N entity tokens a document (ETC's WikiHop links): one global token per
 word of several pieces that recurs in two or more paragraphs, "part of" each of its mentions.
 --pool_entity_mentions makes each entity token hold the mean of its mentions' states before every
-layer (etc.pool_entity_mentions), so that a window model's layers, which matched two mentions of a
-name token to token, meet the other mentions' states in the entity token from the first step.
+layer (etc.pool_entity_mentions): a mention reads the name's other mentions in one layer. Not used
+at the first step; with --part_of_prior 4 a drill learned to use it (docs/demo-model.md).
 --part_of_prior P starts the "part of" label's embedding at P (natural-log units of attention) for
 the layer's mean query instead of zero: a long token then attends e^P times more to its own segment
 and entity tokens from the first step (the mean query taken as W_Q times the bias of the LayerNorm

@@ -3,15 +3,17 @@
 # "long" = long answer right) on the drill's 56 two-hop dev questions.
 # 1. The kept Cluster-Former (SSCSSC) with one or both cluster layers run as window layers (same
 #    weights, their centroids dropped): which layer carries the hop.
-# 2. An ETC drill model (POOLED, default build/etc-cf/drill-ent64-pool) with its entity tokens
-#    pooled, plain, and absent (same weights): is the entity route used.
-# 3. ETC converted from the Cluster-Former at step 0: plain entity tokens, pooled, pooled with
-#    the "part of" prior: does any give the hop before training.
+# 2. The ETC drill models (MODELS, folders of W: run.sh's; drill-ent64-pool-prior4 as kept, its
+#    step-400 checkpoint) as trained, with pooled entity tokens unpooled, and without entity
+#    tokens (same weights): is the entity route used.
+# 3. ETC converted from the Cluster-Former at step 0: plain entity tokens, with the "part of"
+#    prior 2, pooled, pooled with the prior: does any give the hop before training.
 # Env: W (build/etc-cf; its data-sup/ is run.sh's). Prints one line a model.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
-W="${W:-build/etc-cf}" POOLED="${POOLED:-build/etc-cf/drill-ent64-pool}"
+W="${W:-build/etc-cf}"
+MODELS="${MODELS:-drill-ent64-pool drill-ent64-prior2 drill-ent64-pool-prior4}"
 out=$W/route-checks
 rm -rf "$out" && mkdir -p "$out"
 questions=$out/two-hop-dev.jsonl
@@ -44,12 +46,19 @@ for i, k in enumerate(c['layers']):
   lr0 "cf-$layers" "$out/cf-$layers"
 done
 
-copy "$POOLED" "$out/etc-pooled"
-copy "$POOLED" "$out/etc-plain" "c['etc']['pool_entity_mentions'] = False"
-copy "$POOLED" "$out/etc-none" "c['etc']['pool_entity_mentions'] = False; c['etc']['entity_globals'] = 0"
-for v in pooled plain none; do lr0 "etc-$v" "$out/etc-$v"; done
+for model in $MODELS; do  # as trained, unpooled (if pooled), without entity tokens
+  copy "$W/$model" "$out/$model"
+  lr0 "$model" "$out/$model"
+  if grep -q '"pool_entity_mentions": true' "$W/$model/config.json"; then
+    copy "$W/$model" "$out/$model-unpooled" "c['etc']['pool_entity_mentions'] = False"
+    lr0 "$model-unpooled" "$out/$model-unpooled"
+  fi
+  copy "$W/$model" "$out/$model-none" \
+    "c['etc']['pool_entity_mentions'] = False; c['etc']['entity_globals'] = 0"
+  lr0 "$model-none" "$out/$model-none"
+done
 
-for flags in "" "--pool_entity_mentions" "--pool_entity_mentions --part_of_prior 2"; do
+for flags in "" "--part_of_prior 2" "--pool_entity_mentions" "--pool_entity_mentions --part_of_prior 2"; do
   name=step0$(echo "$flags" | tr -d ' ' | tr -s '-' '_')
   # shellcheck disable=SC2086
   .venv/bin/python tools/window_to_etc.py "$cf" "$out/$name" --hard_g2l_mask --entity_globals 64 \
