@@ -47,6 +47,10 @@ ABSL_FLAG(bool, keep_stage_models, false,
 ABSL_FLAG(int64_t, log_every, 20, "Steps between log lines");
 ABSL_FLAG(double, time_limit_s, 0,
           "Stop after the step that passes this many seconds, with a checkpoint (0: no limit)");
+ABSL_FLAG(int64_t, stop_after, 0,
+          "Stop, with a checkpoint and a dev evaluation, once this step is done; the learning "
+          "rate still follows --steps' schedule, so the checkpoint equals that of a run of "
+          "--steps at this step (0: run to --steps)");
 ABSL_FLAG(int, threads, 2, "Intra-op threads");
 ABSL_FLAG(std::string, device, "cpu", "Where to train: cpu or cuda[:N] (CUDA builds)");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (data order, K-Means)");
@@ -85,6 +89,7 @@ TrainerOptions OptionsFromFlags() {
   o.keep_stage_models = absl::GetFlag(FLAGS_keep_stage_models);
   o.log_every = absl::GetFlag(FLAGS_log_every);
   o.time_limit_s = absl::GetFlag(FLAGS_time_limit_s);
+  o.stop_after = absl::GetFlag(FLAGS_stop_after);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.device = absl::GetFlag(FLAGS_device);
   o.seed = absl::GetFlag(FLAGS_seed);

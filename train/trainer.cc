@@ -293,9 +293,18 @@ absl::Status Trainer::Run() {
     }
     const bool out_of_time =
         options_.time_limit_s > 0 && NowSeconds() - run_start_seconds_ > options_.time_limit_s;
-    if (state_.step % options_.save_every == 0 || last_step || advance || out_of_time) {
+    const bool stop_here = options_.stop_after > 0 && state_.step == options_.stop_after;
+    if (state_.step % options_.save_every == 0 || last_step || advance || out_of_time ||
+        stop_here) {
       LONGQA_RETURN_IF_ERROR(
           SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_));
+    }
+    if (stop_here && !last_step) {
+      if (state_.step % options_.eval_every != 0) Evaluate();
+      std::printf("stopped after step %ld of %ld (--stop_after); checkpoint in %s\n",
+                  static_cast<long>(state_.step), static_cast<long>(options_.steps),
+                  options_.out.c_str());
+      return absl::OkStatus();
     }
     if (out_of_time) {
       // A clean stop: the checkpoint above resumes exactly here (a killed run loses the steps

@@ -48,6 +48,9 @@ struct TrainerOptions {
   bool keep_stage_models = false;  // a model folder <out>/stage-<N> at the end of each stage N
   int64_t log_every = 20;
   double time_limit_s = 0;  // > 0: stop (with a checkpoint) after the step that passes it
+  // > 0: stop (with a checkpoint) once this step is done; the learning-rate schedule still runs
+  // to `steps`, so a run stopped here equals a longer run's checkpoint at this step.
+  int64_t stop_after = 0;
   int threads = 2;
   std::string device = "cpu";  // "cpu" or "cuda[:N]": weights, optimizer moments and the dev engine
   uint64_t seed = 1;
@@ -59,8 +62,8 @@ class Trainer {
   // current stage's data; prints the start line.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options);
 
-  // Steps until options.steps (or options.time_limit_s), logging, refreshing centroids,
-  // evaluating, advancing stages and saving checkpoints on the way.
+  // Steps until options.steps (or options.time_limit_s, options.stop_after), logging, refreshing
+  // centroids, evaluating, advancing stages and saving checkpoints on the way.
   absl::Status Run();
 
   // One optimizer step on the next batch of the current stage.

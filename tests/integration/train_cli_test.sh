@@ -102,6 +102,27 @@ done
 "${train[@]}" --steps 100 --time_limit_s 0.001 >"$work/log" 2>&1 || fail "time-limited run exited $?"
 grep -q "time limit 0 s reached at step 7" "$work/log" || fail "no time-limit stop at step 7"
 grep -q '"step": 7' "$work/ckpt/trainer_state.json" || fail "no checkpoint at step 7"
+# --stop_after: a clean stop once that step is done, on --steps' learning-rate schedule (constant,
+# then decaying over the last fifth): steps 1-10 log the loss and learning rate of a 20-step run's
+# first ten (a 10-step run decays at its steps 9-10), with a checkpoint and dev scores at step 10.
+sched=(--warmup 1 --lr 1e-3 --eval_every 100 --save_every 100)
+"${train[@]}" "${sched[@]}" --out "$work/full20" --steps 20 >"$work/full20.log" 2>&1 \
+  || fail "20-step run exited $?"
+"${train[@]}" "${sched[@]}" --out "$work/stop10" --steps 20 --stop_after 10 >"$work/log" 2>&1 \
+  || fail "--stop_after run exited $?"
+grep -q "^stopped after step 10 of 20 (--stop_after); checkpoint in $work/stop10" "$work/log" \
+  || fail "no --stop_after line"
+grep -q '"step": 10' "$work/stop10/trainer_state.json" || fail "no checkpoint at step 10"
+grep -q "dev  (stage" "$work/log" || fail "no dev scores at the stop"
+! grep -q "^step 11 " "$work/log" || fail "--stop_after ran past step 10"
+first10() { grep -E "^step ([1-9]|10) " "$1" | sed 's/  |g|.*//'; }
+[ "$(first10 "$work/log" | wc -l)" = 10 ] || fail "steps 1-10 not logged"
+[ "$(first10 "$work/log")" = "$(first10 "$work/full20.log")" ] \
+  || fail "steps 1-10 differ from the 20-step run's: $(first10 "$work/full20.log")"
+"${train[@]}" "${sched[@]}" --out "$work/full10" --steps 10 >"$work/full10.log" 2>&1 \
+  || fail "10-step run exited $?"
+[ "$(first10 "$work/full10.log" | tail -1)" != "$(first10 "$work/log" | tail -1)" ] \
+  || fail "a 10-step run's step 10 equals the stopped run's: the check cannot tell the schedules apart"
 
 # A device that is not there is refused before anything is written: a bad name, and CUDA where
 # none is available (this test runs on machines without a GPU).

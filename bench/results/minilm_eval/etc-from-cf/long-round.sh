@@ -5,13 +5,23 @@
 # documents, 900 steps at 2e-5, the same trainer flags and shuffle), so that it reads 8k-32k
 # documents again; then scored as every Cluster-Former is (score_model.sh, served, the fixed
 # splits). Env: W (build/matched: its data/ holds the round's mix), START (the drill model),
-# NAME (etc-ent64-long), STEPS (900), LR (2e-5).
+# NAME (etc-ent64-long), STEPS (900), LR (2e-5). Session 72: the round's data made where it is
+# missing (a new checkout: build/ does not survive one): round 6's sets (realtext.sh's DATA_ONLY
+# step) and the matchedwidesimilar120 mix (matched-round.sh with DATA_ONLY=1).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
 W="${W:-build/matched}" START="${START:-build/etc-cf/drill-ent64}" NAME="${NAME:-etc-ent64-long}"
 mix=$W/data/mix-long120-seed81-matched-wide-similar0.5-mix4m-wide-similar0.5
 out=build/etc-cf/$NAME init=build/etc-cf/$NAME-init
+cf=bench/results/minilm_eval/realtext/cf-drill-first
+if [[ ! -s $mix/train.jsonl ]]; then
+  # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
+  source "$cf/round6.sh"
+  env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W"
+  W=$W PHRASINGS=wide SIMILAR=0.5 DATA_ONLY=1 "$cf/matched-round.sh"
+fi
+[[ -s $W/long100.jsonl ]] || head -100 "$W/data/long/dev.jsonl" > "$W/long100.jsonl"
 if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer's state
   mkdir -p "$init"
   find "$START" -maxdepth 1 -type f ! -name optimizer.safetensors ! -name trainer_state.json \
@@ -22,5 +32,4 @@ env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$init
   --lr "${LR:-2e-5}" --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
   --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
 cp "$out.log" "$HERE/$NAME-train.log"
-W=$W SERVED_ONLY=1 bash bench/results/minilm_eval/realtext/cf-drill-first/score_model.sh \
-  "$NAME" "$out"
+W=$W SERVED_ONLY=1 bash "$cf/score_model.sh" "$NAME" "$out"

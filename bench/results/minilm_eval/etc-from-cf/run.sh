@@ -9,9 +9,11 @@
 # (etc.entity_globals: ETC's WikiHop links between a recurring name's global token and its
 # mentions); PRIOR=P starts the "part of" label at P for each layer's mean query
 # (window_to_etc.py --part_of_prior). Session 71: POOL=1 makes the entity tokens hold the mean of
-# their mentions' states before every layer (etc.pool_entity_mentions).
+# their mentions' states before every layer (etc.pool_entity_mentions). Session 72: STOP_AFTER=N
+# stops once step N is done, on STEPS' schedule (longqa-train --stop_after): session 71's model
+# is `POOL=1 PRIOR=4 ENTITIES=64 STEPS=700 STOP_AFTER=400`.
 # Env: W (default build/etc-cf), SUPPORTING (1: the head and loss), ENTITIES (0), PRIOR, POOL, STEPS (1400),
-# STAGE_STEPS (700), LR (1e-4).
+# STAGE_STEPS (700), LR (1e-4), STOP_AFTER (0: run to STEPS).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
@@ -42,5 +44,6 @@ env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$W/$i
   --max_stage_steps "${STAGE_STEPS:-700}" --steps "${STEPS:-1400}" --batch_tokens 4096 \
   --max_batch 16 --lr "${LR:-1e-4}" --warmup 100 --min_stage_steps 300 --advance_accuracy 0.9 \
   --advance_window 400 --eval_every 200 --eval_examples 100 --save_every 100 --log_every 20 \
-  --keep_stage_models --threads 2 --device cpu --seed 5 >> "$W/$name.log" 2>&1
+  --keep_stage_models --threads 2 --device cpu --seed 5 --stop_after "${STOP_AFTER:-0}" \
+  >> "$W/$name.log" 2>&1
 cp "$W/$name.log" "$HERE/$name-train.log"

@@ -15,7 +15,8 @@
 # SHORT_MIX (the folder in W/data the short rows come from, default mix4): session 65's
 # matched-round.sh set both; PHRASINGS (make_dataset.py's --phrasings for the long documents,
 # default seen; session 66), NAMES (its --names, default syllables), SIMILAR (its --similar_names,
-# default 0; session 67); TRAIN_ONLY=1: stop once trained (rebuild.sh's stage 6).
+# default 0; session 67); TRAIN_ONLY=1: stop once trained (rebuild.sh's stage 6); DATA_ONLY=1:
+# stop once the mix is made (session 72: etc-from-cf/long-round.sh trains on it).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -38,6 +39,7 @@ D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
 python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" \
   "$SHORT_MIX/train:r6-:0:$SHORT" "$long/train:long-:0:$LONG"
 cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
+[[ -z ${DATA_ONLY:-} ]] || exit 0
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
 source "$HERE/round6.sh"
 env "${ROUND6[@]}" TRAIN_ONLY=1 MIX="$mix" STEPS="${STEPS:-900}" tools/train_minilm_tables.sh \
