@@ -6,8 +6,8 @@
 #   etc             layers EEEE (global-local attention, radius 32)
 # All: d 128, 4 heads, FFN 512, exact-match input feature, AdamW, curriculum over three stages of
 # document length (s1 220-600, s2 600-2,000, s3 2,000-4,000 target tokens; dev/test 2,000-16,000).
-# Re-running resumes each variant from WORK/<variant> (trainer_state.json); to resume from the
-# checkpoints committed in the repository, copy models/checkpoints/<variant> to WORK/<variant>.
+# Re-running resumes each variant from WORK/<variant> (trainer_state.json). (The first round's
+# checkpoints were in models/checkpoints/<variant> until session 72; git history holds them.)
 # Usage: tools/train_demo.sh [WORK]   (default build/demo-train; env STEPS, BUILD, VARIANTS)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Session 72: keeps an ETC model of long-round.sh past the checkout (build/ does not survive a new
+# one: session 71's was lost with it). Ships build/etc-cf/NAME in bf16 (weights, config with its
+# entity tokens and pooling, tokenizer; no optimizer state: 45 MB) into
+# models/checkpoints/etc_minilm, with the null threshold score_model.sh calibrated on the first
+# 100 8k-32k dev documents (NAME-calib-long100.txt beside this script) and a `stage` file naming
+# the run. rebuild.sh makes the model again from models/checkpoints/cluster_former_minilm.
+# Usage: persist.sh NAME
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../../.."
+name="$1" P=models/checkpoints/etc_minilm
+t=$(tools/calibrated_threshold.sh "$HERE/$name-calib-long100.txt")
+python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
+  "build/etc-cf/$name/trainer_state.json"
+rm -rf "$P"
+.venv/bin/python tools/ship_model.py "build/etc-cf/$name" "$P" --dtype bf16 \
+  --answer_score=type+long --null_threshold="$t"
+echo "$name (etc-from-cf/rebuild.sh; null threshold $t)" > "$P/stage"
+du -sh "$P"
