@@ -4,9 +4,12 @@
 // exactly their gold long answer and short span / yes-no / no answer, and the sample questions on
 // <model>/sample.txt get the answers recorded beside them (for models/demo: the README's). Run
 // for models/demo (the sliding-window model fine-tuned from MiniLM, then on man pages, README
-// prose and tables) and models/scratch_etc (the from-scratch ETC model that the memory tests use).
+// prose and tables), models/scratch_etc (the from-scratch ETC model that the memory tests use)
+// and models/checkpoints/etc_minilm (the MiniLM ETC model with pooled entity tokens that answers
+// two-hop questions: its checks are generated dev examples, two-hop among them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -101,13 +104,16 @@ TEST_P(DemoModelTest, ListsNoUntrainedHeads) {
   EXPECT_TRUE(LoadDemo()->config().untrained_heads.empty());
 }
 
-// scratch_etc's folder names no default_precision, so its "auto" is fp32: checked once.
+// scratch_etc's and etc_minilm's folders name no default_precision, so their "auto" is fp32:
+// checked once.
 INSTANTIATE_TEST_SUITE_P(Shipped, DemoModelTest,
                          ::testing::Values(std::tuple("demo", false), std::tuple("demo", true),
-                                           std::tuple("scratch_etc", false)),
+                                           std::tuple("scratch_etc", false),
+                                           std::tuple("checkpoints/etc_minilm", false)),
                          [](const auto& info) {
-                           return std::get<0>(info.param) +
-                                  (std::get<1>(info.param) ? "_auto" : "_fp32");
+                           std::string name = std::get<0>(info.param);
+                           std::replace(name.begin(), name.end(), '/', '_');  // a test name
+                           return name + (std::get<1>(info.param) ? "_auto" : "_fp32");
                          });
 
 }  // namespace
