@@ -9,7 +9,8 @@
 #            quarantine are counted; AllocatesThroughTcmallocWhenBuiltWithIt, allocator_test: no
 #            tcmalloc here), and DemoModelTest on models/demo (it checks the trained model's
 #            answers, which the normal build checks; under ASan its six demo tests took 11 minutes
-#            of CI's 90, int8 calibration at load 3-4 minutes each; the scratch_etc variants stay,
+#            of CI's 90, int8 calibration at load 3-4 minutes each; the scratch_etc and etc_minilm
+#            variants stay (fp32, short documents: the pooled entity path on trained weights),
 #            and int8 and bf16 serve under ASan in ServerOptionsTest).
 #            The tests run one at a time, as they always have (see jobs below): the drain and
 #            hostile-client tests bound times, and two instrumented servers side by side were

@@ -33,3 +33,7 @@ env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$init
   --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
 cp "$out.log" "$HERE/$NAME-train.log"
 W=$W SERVED_ONLY=1 bash "$cf/score_model.sh" "$NAME" "$out"
+# score_model.sh leaves its reports beside itself: they belong here, with the per-kind table.
+mv "$cf/$NAME-calib-long100.txt" "$cf/$NAME-test.txt" "$HERE/"
+.venv/bin/python tools/demo_report.py "$W/data/long/test.jsonl" \
+  "etc=$W/eval/test/ship-$NAME.predictions.json" > "$HERE/$NAME-test.kinds.md"
