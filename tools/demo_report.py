@@ -16,6 +16,21 @@ def span(j):
     return (j["start_byte"], j["end_byte"]) if j and j.get("start_byte", -1) >= 0 else None
 
 
+def judged(g, p):
+    """(long right, answer right) of prediction p (a `longqa eval --output` entry, {} if missing)
+    against gold line g."""
+    p_long = span(p.get("long_answer"))
+    g_long = span(g.get("long_answer"))
+    p_short = [span(s) for s in p.get("short_answers", [])]
+    g_short = [span(s) for s in g.get("short_answers", [])]
+    long_right = p_long == g_long
+    if g_long is None:
+        return long_right, long_right
+    if g.get("yes_no_answer", "NONE") != "NONE":
+        return long_right, long_right and p.get("yes_no_answer") == g["yes_no_answer"]
+    return long_right, long_right and p_short[:1] == g_short[:1]
+
+
 def main():
     gold = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
     print("| model | kind | n | long right | answer right | answered null |")
@@ -26,17 +41,7 @@ def main():
         stats = collections.defaultdict(lambda: [0, 0, 0, 0])
         for g in gold:
             p = preds.get(g["example_id"], {})
-            p_long = span(p.get("long_answer"))
-            g_long = span(g.get("long_answer"))
-            p_short = [span(s) for s in p.get("short_answers", [])]
-            g_short = [span(s) for s in g.get("short_answers", [])]
-            long_right = p_long == g_long
-            if g_long is None:
-                answer_right = long_right
-            elif g.get("yes_no_answer", "NONE") != "NONE":
-                answer_right = long_right and p.get("yes_no_answer") == g["yes_no_answer"]
-            else:
-                answer_right = long_right and p_short[:1] == g_short[:1]
+            long_right, answer_right = judged(g, p)
             groups = ["all", g.get("kind", "-")]
             if "phrasing" in g:  # seen or held-out question templates (tools/make_dataset.py)
                 groups.append(f"phrasing {g['phrasing']}")
@@ -45,7 +50,7 @@ def main():
                 s[0] += 1
                 s[1] += long_right
                 s[2] += answer_right
-                s[3] += p_long is None
+                s[3] += span(p.get("long_answer")) is None
         for kind in sorted(stats, key=lambda k: (k != "all", k.startswith("phrasing"), k)):
             n, lr, ar, null = stats[kind]
             print(f"| {name} | {kind} | {n} | {lr / n:.2f} | {ar / n:.2f} | {null / n:.2f} |")

@@ -299,13 +299,7 @@ absl::Status Trainer::Run() {
       LONGQA_RETURN_IF_ERROR(
           SaveCheckpoint(options_.out, config_, weights_, model_dir_, *optimizer_, state_));
     }
-    if (stop_here && !last_step) {
-      if (state_.step % options_.eval_every != 0) Evaluate();
-      std::printf("stopped after step %ld of %ld (--stop_after); checkpoint in %s\n",
-                  static_cast<long>(state_.step), static_cast<long>(options_.steps),
-                  options_.out.c_str());
-      return absl::OkStatus();
-    }
+    if (stop_here && !last_step) break;  // evaluated and reported below, as at the end
     if (out_of_time) {
       // A clean stop: the checkpoint above resumes exactly here (a killed run loses the steps
       // since its last save, or the checkpoint being written).
@@ -315,8 +309,14 @@ absl::Status Trainer::Run() {
     }
   }
   if (state_.step % options_.eval_every != 0) Evaluate();
-  std::printf("done: %ld steps, %ld examples, checkpoint in %s\n", static_cast<long>(state_.step),
-              static_cast<long>(state_.examples_seen), options_.out.c_str());
+  if (state_.step < options_.steps) {
+    std::printf("stopped after step %ld of %ld (--stop_after); checkpoint in %s\n",
+                static_cast<long>(state_.step), static_cast<long>(options_.steps),
+                options_.out.c_str());
+  } else {
+    std::printf("done: %ld steps, %ld examples, checkpoint in %s\n", static_cast<long>(state_.step),
+                static_cast<long>(state_.examples_seen), options_.out.c_str());
+  }
   return absl::OkStatus();
 }
 

@@ -1,8 +1,8 @@
 """Picks a model folder's checks.jsonl (tests/integration/demo_model_test.cc): for each wanted kind,
 the shortest gold examples that the model's served predictions (`longqa eval --output`) answer
-exactly right: the gold long answer's bytes, and its short span, yes/no, or no answer (ids
-prefixed by the gold file's folder, so that two sets' "dev-0" stay apart). A guard
-against a path that stops computing what the model learned, not a measure of the model.
+right as tools/demo_report.py's "answer right" judges it (the gold paragraph, and its short span,
+yes/no, or no answer), ids prefixed by the gold file's folder so that two sets' "dev-0" stay
+apart. A guard against a path that stops computing what the model learned, not a measure of it.
 
 Usage: make_checks.py OUT.jsonl GOLD.jsonl:PREDICTIONS.json:KIND=N[,KIND=N...] ...
 """
@@ -10,21 +10,8 @@ import json
 import os
 import sys
 
-
-def span(s):  # predictions also carry token offsets (-1) and scores
-    return (s["start_byte"], s["end_byte"])
-
-
-def exactly_right(gold, pred):
-    if pred["yes_no_answer"] != gold["yes_no_answer"]:
-        return False
-    if gold["long_answer"] is None or gold["long_answer"]["start_byte"] < 0:  # no answer
-        return pred["long_answer"]["start_byte"] < 0
-    if span(pred["long_answer"]) != span(gold["long_answer"]):
-        return False
-    if gold["short_answers"]:
-        return [span(s) for s in pred["short_answers"][:1]] == [span(gold["short_answers"][0])]
-    return True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../tools"))
+from demo_report import judged  # noqa: E402  (tools/demo_report.py: the per-kind table's judge)
 
 
 def main():
@@ -36,7 +23,7 @@ def main():
         golds = [json.loads(line) for line in open(gold_path)]
         golds.sort(key=lambda g: sum(len(p) for p in g["paragraphs"]))
         for kind, n in want.items():
-            right = [g for g in golds if g["kind"] == kind and exactly_right(g, preds[g["example_id"]])]
+            right = [g for g in golds if g["kind"] == kind and judged(g, preds[g["example_id"]])[1]]
             assert len(right) >= n, f"{gold_path}: {len(right)} {kind} examples right, {n} wanted"
             for g in right[:n]:
                 g.pop("supporting", None)
