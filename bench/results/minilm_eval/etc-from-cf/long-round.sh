@@ -4,8 +4,9 @@
 # matchedwidesimilar120: 1,850 short real-English and generated rows and 120 generated 8k-32k
 # documents, 900 steps at 2e-5, the same trainer flags and shuffle), so that it reads 8k-32k
 # documents again; then scored as every Cluster-Former is (score_model.sh, served, the fixed
-# splits). Env: W (build/matched: its data/ holds the round's mix), START (the drill model),
-# NAME (etc-ent64-long), STEPS (900), LR (2e-5). Session 72: the round's data made where it is
+# splits). Env: W (build/matched: its data/ holds the round's mix), START (the model trained from: the drill model),
+# NAME (etc-ent64-long), STEPS (900), LR (2e-5), ROUND_SEED (8: the trainer's shuffle; session 73;
+# not SEED, which the data scripts below read). Session 72: the round's data made where it is
 # missing (a new checkout: build/ does not survive one): round 6's sets (realtext.sh's DATA_ONLY
 # step) and the matchedwidesimilar120 mix (matched-round.sh with DATA_ONLY=1).
 set -euo pipefail
@@ -29,8 +30,8 @@ if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer
 fi
 env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$init" --out "$out" \
   --stages "$mix/train.jsonl" --stage_dev "$W/data/mix4/dev.jsonl" --steps "${STEPS:-900}" \
-  --lr "${LR:-2e-5}" --warmup 20 --seed 8 --eval_every 200 --batch_tokens 2048 --max_batch 8 \
-  --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
+  --lr "${LR:-2e-5}" --warmup 20 --seed "${ROUND_SEED:-8}" --eval_every 200 --batch_tokens 2048 \
+  --max_batch 8 --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
 cp "$out.log" "$HERE/$NAME-train.log"
 W=$W SERVED_ONLY=1 bash "$cf/score_model.sh" "$NAME" "$out"
 # score_model.sh leaves its reports beside itself: they belong here, with the per-kind table.

@@ -5,6 +5,8 @@
 # models/checkpoints/etc_minilm, with the null threshold score_model.sh calibrated on the first
 # 100 8k-32k dev documents (NAME-calib-long100.txt beside this script) and a `stage` file naming
 # the run. rebuild.sh makes the model again from models/checkpoints/cluster_former_minilm.
+# Session 73: the folder's checks and sample (checks.jsonl, sample.txt, sample_questions.json:
+# make_checks.py's and hand-written; demo_model_test asks them of the new weights) are kept.
 # Usage: persist.sh NAME
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -13,8 +15,12 @@ name="$1" P=models/checkpoints/etc_minilm
 t=$(tools/calibrated_threshold.sh "$HERE/$name-calib-long100.txt")
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
   "build/etc-cf/$name/trainer_state.json"
+keep=$(mktemp -d)
+for f in checks.jsonl sample.txt sample_questions.json; do [[ ! -e $P/$f ]] || cp "$P/$f" "$keep/"; done
 rm -rf "$P"
 .venv/bin/python tools/ship_model.py "build/etc-cf/$name" "$P" --dtype bf16 \
   --answer_score=type+long --null_threshold="$t"
+for f in "$keep"/*; do [[ ! -e $f ]] || cp "$f" "$P/"; done
+rm -rf "$keep"
 echo "$name (etc-from-cf/rebuild.sh; null threshold $t)" > "$P/stage"
 du -sh "$P"

@@ -4,13 +4,25 @@
 # data where missing): the letters hop drill with 64 entity tokens pooled from their mentions and
 # a "part of" prior of 4, stopped after step 400 of a 700-step schedule (run.sh; session 71
 # killed that run there), then the 8k-32k round (long-round.sh: matchedwidesimilar120's mix,
-# scored served on the fixed 8k-32k test split at the threshold calibrated on 100 dev documents),
-# then, PERSIST=1, shipped in bf16 into models/checkpoints/etc_minilm (persist.sh). About 15 min
-# of drill, 45 min of 900-step round and 15 min of scoring on the 2-core CPU.
-# Env: NAME (etc-pool-prior4-long900), ROUND_STEPS (900), PERSIST.
+# scored served on the fixed 8k-32k test split at the threshold calibrated on 100 dev documents).
+# Session 73: then a second round of the same mix, 600 steps in another shuffle (ROUND_SEED 9),
+# from the first round's weights in bf16 (session 73 started it from the kept folder, which held
+# them), then, PERSIST=1, shipped in bf16 into models/checkpoints/etc_minilm (persist.sh). About
+# 15 min of drill, 50 + 35 min of rounds and 2 x 15 min of scoring on the 2-core AMX Xeon; 1.5x
+# that on the 2-core EPYC of session 73.
+# Env: NAME (etc-pool-prior4-long900), ROUND_STEPS (900), MORE_NAME (etc-minilm-more600),
+# MORE_STEPS (600; 0: no second round), PERSIST.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-NAME="${NAME:-etc-pool-prior4-long900}"
+first="${NAME:-etc-pool-prior4-long900}" more="${MORE_NAME:-etc-minilm-more600}"
 POOL=1 PRIOR=4 ENTITIES=64 STEPS=700 STOP_AFTER=400 "$HERE/run.sh"
-START=build/etc-cf/drill-ent64-pool-prior4 NAME="$NAME" STEPS="${ROUND_STEPS:-900}" "$HERE/long-round.sh"
-[[ -z ${PERSIST:-} ]] || "$HERE/persist.sh" "$NAME"
+START=build/etc-cf/drill-ent64-pool-prior4 NAME="$first" STEPS="${ROUND_STEPS:-900}" "$HERE/long-round.sh"
+kept=$first
+if [[ ${MORE_STEPS:-600} != 0 ]]; then
+  (cd "$HERE/../../../.." && .venv/bin/python tools/ship_model.py "build/etc-cf/$first" \
+    "build/etc-cf/$first-bf16" --dtype bf16 --answer_score=type+long)
+  START="build/etc-cf/$first-bf16" NAME="$more" STEPS="${MORE_STEPS:-600}" ROUND_SEED=9 \
+    "$HERE/long-round.sh"
+  kept=$more
+fi
+[[ -z ${PERSIST:-} ]] || "$HERE/persist.sh" "$kept"
