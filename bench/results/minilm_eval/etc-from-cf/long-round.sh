@@ -4,11 +4,12 @@
 # matchedwidesimilar120: 1,850 short real-English and generated rows and 120 generated 8k-32k
 # documents, 900 steps at 2e-5, the same trainer flags and shuffle), so that it reads 8k-32k
 # documents again; then scored as every Cluster-Former is (score_model.sh, served, the fixed
-# splits). Env: W (build/matched: its data/ holds the round's mix), START (the model trained from: the drill model),
-# NAME (etc-ent64-long), STEPS (900), LR (2e-5), ROUND_SEED (8: the trainer's shuffle; session 73;
-# not SEED, which the data scripts below read). Session 72: the round's data made where it is
-# missing (a new checkout: build/ does not survive one): round 6's sets (realtext.sh's DATA_ONLY
-# step) and the matchedwidesimilar120 mix (matched-round.sh with DATA_ONLY=1).
+# splits). Env: W (build/matched: its data/ holds the round's mix), START (the model trained
+# from: the drill model, or session 73's kept folder), NAME (etc-ent64-long), STEPS (900), LR
+# (2e-5), ROUND_SEED (8: the trainer's shuffle; session 73; not SEED, which the data scripts
+# below read). Session 72: the round's data made where it is missing (a new checkout: build/
+# does not survive one): round 6's sets (realtext.sh's DATA_ONLY step) and the
+# matchedwidesimilar120 mix (matched-round.sh with DATA_ONLY=1).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
