@@ -16,7 +16,9 @@ t=$(tools/calibrated_threshold.sh "$HERE/$name-calib-long100.txt")
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
   "build/etc-cf/$name/trainer_state.json"
 keep=$(mktemp -d)
-for f in checks.jsonl sample.txt sample_questions.json; do [[ ! -e $P/$f ]] || cp "$P/$f" "$keep/"; done
+for f in checks.jsonl sample.txt sample_questions.json; do
+  [[ ! -e $P/$f ]] || cp "$P/$f" "$keep/"
+done
 rm -rf "$P"
 .venv/bin/python tools/ship_model.py "build/etc-cf/$name" "$P" --dtype bf16 \
   --answer_score=type+long --null_threshold="$t"
