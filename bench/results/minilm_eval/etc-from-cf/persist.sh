@@ -15,14 +15,12 @@ name="$1" P=models/checkpoints/etc_minilm
 t=$(tools/calibrated_threshold.sh "$HERE/$name-calib-long100.txt")
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \
   "build/etc-cf/$name/trainer_state.json"
-keep=$(mktemp -d)
-for f in checks.jsonl sample.txt sample_questions.json; do
-  [[ ! -e $P/$f ]] || cp "$P/$f" "$keep/"
-done
-rm -rf "$P"
-.venv/bin/python tools/ship_model.py "build/etc-cf/$name" "$P" --dtype bf16 \
+rm -rf "$P.new"  # shipped beside the kept folder, which is replaced only once this worked
+.venv/bin/python tools/ship_model.py "build/etc-cf/$name" "$P.new" --dtype bf16 \
   --answer_score=type+long --null_threshold="$t"
-for f in "$keep"/*; do [[ ! -e $f ]] || cp "$f" "$P/"; done
-rm -rf "$keep"
+for f in checks.jsonl sample.txt sample_questions.json; do
+  [[ ! -e $P/$f ]] || cp "$P/$f" "$P.new/"
+done
+rm -rf "$P" && mv "$P.new" "$P"
 echo "$name (etc-from-cf/rebuild.sh; null threshold $t)" > "$P/stage"
 du -sh "$P"

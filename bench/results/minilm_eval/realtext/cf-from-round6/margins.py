@@ -3,7 +3,9 @@
 (every answer forced; `best` is the served answer score, type+long here, `null` the NO_ANSWER
 logit), per kind and phrasing the questions, the forced paragraphs and spans right, and the margins
 (best - null); then, for thresholds around the served one, one-hop paragraphs served right and
-unanswerable questions nulled (a question is nulled when its margin <= the threshold).
+unanswerable questions nulled (a question is nulled when its margin <= the threshold); last (since
+session 73), the one-hop questions nulled at the served threshold, with their margins and whether
+the forced paragraph is right, and the margins of the unanswerable questions answered.
 
 Usage: margins.py GOLD.jsonl SCORES.json THRESHOLD
 """
@@ -22,6 +24,7 @@ def main():
     for r in rows:
         key = (r["kind"], gold[r["id"]].get("phrasing", "seen"))  # dev splits: seen only
         groups.setdefault(key, []).append((r["best"] - r["null"], r["long_ok"], r["short_ok"]))
+    margin = {r["id"]: r["best"] - r["null"] for r in rows}
     print("| kind | phrasing | n | forced long right | forced short right | nulled at "
           f"{served:g} | margins, lowest five |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -44,6 +47,17 @@ def main():
         nulled = sum(1 for m, _, _ in unanswerable if m <= t)
         print(f"| {t:g} | {right} of {len(one_hop)} | {answered} of {len(two_hop)} ({two_right}) | "
               f"{nulled} of {len(unanswerable)} |")
+    print()
+    print(f"| one-hop nulled at {served:g}: margin | forced long right | phrasing | question |")
+    print("| --- | --- | --- | --- |")
+    for r in sorted(rows, key=lambda r: margin[r["id"]]):
+        g = gold[r["id"]]
+        if r["kind"] == "one_hop" and margin[r["id"]] <= served:
+            print(f"| {margin[r['id']]:.1f} | {'yes' if r['long_ok'] else 'no'} | "
+                  f"{g.get('phrasing', 'seen')} | {g['question']} |")
+    answered = [f"{m:.1f}" for m in sorted(m for m, _, _ in unanswerable if m > served)]
+    print()
+    print(f"unanswerable answered at {served:g}, margins: {', '.join(answered) or 'none'}")
 
 
 if __name__ == "__main__":
