@@ -10,18 +10,24 @@
 # below read). Session 72: the round's data made where it is missing (a new checkout: build/
 # does not survive one): round 6's sets (realtext.sh's DATA_ONLY step) and the
 # matchedwidesimilar120 mix (matched-round.sh with DATA_ONLY=1).
+# Session 74: LONG_SEED (make_dataset.py's seed for the 120 long documents, default 81) and
+# SHORT_FROM (the first short row taken from the short mix, default 0) make the same recipe on rows
+# no earlier round saw (LONG_SEED=82 SHORT_FROM=1850).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
 W="${W:-build/matched}" START="${START:-build/etc-cf/drill-ent64}" NAME="${NAME:-etc-ent64-long}"
-mix=$W/data/mix-long120-seed81-matched-wide-similar0.5-mix4m-wide-similar0.5
+LONG_SEED="${LONG_SEED:-81}" SHORT_FROM="${SHORT_FROM:-0}"
+mix=$W/data/mix-long120-seed$LONG_SEED-matched-wide-similar0.5-mix4m-wide-similar0.5
+[[ $SHORT_FROM == 0 ]] || mix+=-from$SHORT_FROM
 out=build/etc-cf/$NAME init=build/etc-cf/$NAME-init
 cf=bench/results/minilm_eval/realtext/cf-drill-first
 if [[ ! -s $mix/train.jsonl ]]; then
   # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
   source "$cf/round6.sh"
   env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W"
-  W=$W PHRASINGS=wide SIMILAR=0.5 DATA_ONLY=1 "$cf/matched-round.sh"
+  W=$W PHRASINGS=wide SIMILAR=0.5 SEED=$LONG_SEED SHORT_FROM=$SHORT_FROM DATA_ONLY=1 \
+    "$cf/matched-round.sh"
 fi
 [[ -s $W/long100.jsonl ]] || head -100 "$W/data/long/dev.jsonl" > "$W/long100.jsonl"
 if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer's state

@@ -16,7 +16,8 @@
 # matched-round.sh set both; PHRASINGS (make_dataset.py's --phrasings for the long documents,
 # default seen; session 66), NAMES (its --names, default syllables), SIMILAR (its --similar_names,
 # default 0; session 67); TRAIN_ONLY=1: stop once trained (rebuild.sh's stage 6); DATA_ONLY=1:
-# stop once the mix is made (session 72: etc-from-cf/long-round.sh trains on it).
+# stop once the mix is made (session 72: etc-from-cf/long-round.sh trains on it); SHORT_FROM (the
+# first SHORT_MIX row taken, default 0; session 74: a round on rows no earlier round saw).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../../.."
@@ -25,6 +26,7 @@ START="${START:-models/checkpoints/cluster_former_minilm}" NAME="${NAME:-mixed}"
 SHORT="${SHORT:-1850}" LONG="${LONG:-60}" SEED="${SEED:-81}"
 MIX_SEED="${MIX_SEED:-27}" UNANSWERABLE="${UNANSWERABLE:-questions}" SHORT_MIX="${SHORT_MIX:-mix4}"
 PHRASINGS="${PHRASINGS:-seen}" NAMES="${NAMES:-syllables}" SIMILAR="${SIMILAR:-0}"
+SHORT_FROM="${SHORT_FROM:-0}"
 D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
 [[ $UNANSWERABLE == questions ]] || { long+=-$UNANSWERABLE; mix+=-$UNANSWERABLE; }
 [[ $PHRASINGS == seen ]] || { long+=-$PHRASINGS; mix+=-$PHRASINGS; }
@@ -32,12 +34,13 @@ D=$W/data mix=mix-long$LONG-seed$SEED long=long$LONG-seed$SEED
 [[ $SIMILAR == 0 ]] || { long+=-similar$SIMILAR; mix+=-similar$SIMILAR; }
 [[ $SHORT_MIX == mix4 ]] || mix+=-$SHORT_MIX
 [[ $MIX_SEED == 27 ]] || mix+=-mix$MIX_SEED
+[[ $SHORT_FROM == 0 ]] || mix+=-from$SHORT_FROM
 [[ -s $D/$long/train.jsonl ]] ||
   python3 tools/make_dataset.py --out "$D/$long" --seed "$SEED" --train "$LONG" \
     --dev 0 --test 0 --min_tokens 8000 --max_tokens 32000 --unanswerable "$UNANSWERABLE" \
     --phrasings "$PHRASINGS" --names "$NAMES" --similar_names "$SIMILAR"
 python3 tools/mix_sets.py "$D" "$mix/train.jsonl" --seed "$MIX_SEED" \
-  "$SHORT_MIX/train:r6-:0:$SHORT" "$long/train:long-:0:$LONG"
+  "$SHORT_MIX/train:r6-:$SHORT_FROM:$((SHORT_FROM + SHORT))" "$long/train:long-:0:$LONG"
 cp "$D/mix4/dev.jsonl" "$D/$mix/dev.jsonl"
 [[ -z ${DATA_ONLY:-} ]] || exit 0
 # shellcheck source=bench/results/minilm_eval/realtext/cf-drill-first/round6.sh
