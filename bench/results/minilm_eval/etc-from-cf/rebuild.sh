@@ -10,8 +10,12 @@
 # them), then, PERSIST=1, shipped in bf16 into models/checkpoints/etc_minilm (persist.sh). About
 # 15 min of drill, 50 + 35 min of rounds and 2 x 15 min of scoring on the 2-core AMX Xeon; 1.5x
 # that on the 2-core EPYC of session 73.
+# Session 74: then a third round, 600 steps on the same recipe's rows no earlier round saw
+# (LONG_SEED 82, SHORT_FROM 1,850, ROUND_SEED 10), from the second round's weights in bf16 (the
+# folder session 73 kept, which session 74 started from); about 50 + 15 min more.
 # Env: NAME (etc-pool-prior4-long900), ROUND_STEPS (900), MORE_NAME (etc-minilm-more600),
-# MORE_STEPS (600; 0: no second round), PERSIST.
+# MORE_STEPS (600; 0: no second round, nor third), FRESH_NAME (etc-minilm-fresh600), FRESH_STEPS
+# (600; 0: no third round), PERSIST.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 first="${NAME:-etc-pool-prior4-long900}" more="${MORE_NAME:-etc-minilm-more600}"
@@ -24,5 +28,13 @@ if [[ ${MORE_STEPS:-600} != 0 ]]; then
   START="build/etc-cf/$first-bf16" NAME="$more" STEPS="${MORE_STEPS:-600}" ROUND_SEED=9 \
     "$HERE/long-round.sh"
   kept=$more
+  if [[ ${FRESH_STEPS:-600} != 0 ]]; then
+    fresh="${FRESH_NAME:-etc-minilm-fresh600}"
+    (cd "$HERE/../../../.." && .venv/bin/python tools/ship_model.py "build/etc-cf/$more" \
+      "build/etc-cf/$more-bf16" --dtype bf16 --answer_score=type+long)
+    START="build/etc-cf/$more-bf16" NAME="$fresh" STEPS="${FRESH_STEPS:-600}" ROUND_SEED=10 \
+      LONG_SEED=82 SHORT_FROM=1850 "$HERE/long-round.sh"
+    kept=$fresh
+  fi
 fi
 [[ -z ${PERSIST:-} ]] || "$HERE/persist.sh" "$kept"
