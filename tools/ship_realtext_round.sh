@@ -20,12 +20,8 @@ shift 6
 name="$(basename "$checkpoint")"
 EVAL_FLAGS="--calibrate_null ${NULL_BANDS:+--null_bands=$NULL_BANDS}" \
   "$ROOT/tools/eval_demo.sh" "$calib" "$eval/calib" "$checkpoint"
-# The last run's threshold and bands (an interrupted run's client may have appended its own
-# before them): ship_model.py's flags.
-mapfile -t thresholds < <(tac "$eval/calib/$name.txt" |
-  sed -n -e '/^null threshold /{p;q}' -e '/^null_threshold_band /p' |
-  sed -n -e 's/^null threshold \([^ ]*\) .*/--null_threshold=\1/p' \
-    -e 's/^null_threshold_band \([0-9]*\) \([^ ]*\) .*/--null_threshold_band=\1:\2/p')
+# The last run's threshold and bands: ship_model.py's flags.
+mapfile -t thresholds < <("$ROOT/tools/calibrated_threshold.sh" --ship_flags "$eval/calib/$name.txt")
 "$PYTHON" "$ROOT/tools/ship_model.py" "$checkpoint" "$shipped" --dtype bf16 "${thresholds[@]}" \
   --default_precision bf16,int8 --int8_recheck_margin 0.3
 # int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.

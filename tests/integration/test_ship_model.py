@@ -117,6 +117,25 @@ def test_calibrated_threshold_is_the_reports_last_and_none_is_an_error(tmp_path)
     assert "no calibrated null threshold in" in read.stderr, read
 
 
+def test_calibrated_ship_flags_are_the_last_runs_threshold_and_bands(tmp_path):
+    report = tmp_path / "calib.txt"
+    # An interrupted run's lines first, then the last run's: only the last run's are flags.
+    report.write_text("== tl on calib3.jsonl\nnull threshold 1.5 (chosen on ...)\n"
+                      "null_threshold_band 4096 3.25 (chosen on ...)\n"
+                      "== tl on calib3.jsonl\n"
+                      "null threshold -14.5834 (chosen on 380 examples with fewer than 4096 ...)\n"
+                      "null_threshold_band 4096 8.7756 (chosen on 100 examples with 4096 ...)\n"
+                      "null_threshold_band 16384 9.5 (chosen on 20 examples with 16384 ...)\n")
+    read = subprocess.run([THRESHOLD, "--ship_flags", str(report)], capture_output=True, text=True)
+    flags = sorted(read.stdout.split())
+    assert read.returncode == 0 and flags == sorted(
+        ["--null_threshold=-14.5834", "--null_threshold_band=4096:8.7756",
+         "--null_threshold_band=16384:9.5"]), read
+    report.write_text("== tl on calib3.jsonl\nexamples 100 (gold long 81)\n")  # stopped early
+    read = subprocess.run([THRESHOLD, "--ship_flags", str(report)], capture_output=True, text=True)
+    assert read.returncode != 0 and "no calibrated null threshold in" in read.stderr, read
+
+
 def cpu_has_bf16():
     """As model/compute_info.cc decides: AVX512_BF16 (AMX CPUs have it too)."""
     with open("/proc/cpuinfo") as f:
