@@ -11,7 +11,8 @@ if [[ $1 == --ship_flags ]]; then
   flags=$(tac "$2" | sed -n -e '/^null threshold /{p;q}' -e '/^null_threshold_band /p' |
     sed -n -e 's/^null threshold \([^ ]*\) .*/--null_threshold=\1/p' \
       -e 's/^null_threshold_band \([0-9]*\) \([^ ]*\) .*/--null_threshold_band=\1:\2/p')
-  [[ $flags == *--null_threshold=* ]] || { echo "$0: no calibrated null threshold in $2" >&2; exit 1; }
+  [[ $flags == *--null_threshold=* ]] ||
+    { echo "$0: no calibrated null threshold in $2" >&2; exit 1; }
   echo "$flags"
   exit 0
 fi

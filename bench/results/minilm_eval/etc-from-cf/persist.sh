@@ -19,7 +19,8 @@ name="$1" P=models/checkpoints/etc_minilm
 t=$(tools/calibrated_threshold.sh "$HERE/$name-calib-long100.txt")
 thresholds=("--null_threshold=$t")
 if [[ -n ${BANDS:-} ]]; then
-  mapfile -t thresholds < <(tools/calibrated_threshold.sh --ship_flags "$BANDS")
+  flags=$(tools/calibrated_threshold.sh --ship_flags "$BANDS")  # stops here if it has none
+  mapfile -t thresholds <<< "$flags"
   t="${thresholds[*]}"
 fi
 python3 -c 'import json, sys; print("step", json.load(open(sys.argv[1]))["step"])' \

@@ -22,18 +22,19 @@ first="${NAME:-etc-pool-prior4-long900}" more="${MORE_NAME:-etc-minilm-more600}"
 POOL=1 PRIOR=4 ENTITIES=64 STEPS=700 STOP_AFTER=400 "$HERE/run.sh"
 START=build/etc-cf/drill-ent64-pool-prior4 NAME="$first" STEPS="${ROUND_STEPS:-900}" "$HERE/long-round.sh"
 kept=$first
+next_round() {  # FROM ENV...: FROM's weights shipped in bf16, then long-round.sh from them with ENV
+  local from="$1"; shift
+  (cd "$HERE/../../../.." && .venv/bin/python tools/ship_model.py "build/etc-cf/$from" \
+    "build/etc-cf/$from-bf16" --dtype bf16 --answer_score=type+long)
+  env START="build/etc-cf/$from-bf16" "$@" "$HERE/long-round.sh"
+}
 if [[ ${MORE_STEPS:-600} != 0 ]]; then
-  (cd "$HERE/../../../.." && .venv/bin/python tools/ship_model.py "build/etc-cf/$first" \
-    "build/etc-cf/$first-bf16" --dtype bf16 --answer_score=type+long)
-  START="build/etc-cf/$first-bf16" NAME="$more" STEPS="${MORE_STEPS:-600}" ROUND_SEED=9 \
-    "$HERE/long-round.sh"
+  next_round "$first" NAME="$more" STEPS="${MORE_STEPS:-600}" ROUND_SEED=9
   kept=$more
   if [[ ${FRESH_STEPS:-600} != 0 ]]; then
     fresh="${FRESH_NAME:-etc-minilm-fresh600}"
-    (cd "$HERE/../../../.." && .venv/bin/python tools/ship_model.py "build/etc-cf/$more" \
-      "build/etc-cf/$more-bf16" --dtype bf16 --answer_score=type+long)
-    START="build/etc-cf/$more-bf16" NAME="$fresh" STEPS="${FRESH_STEPS:-600}" ROUND_SEED=10 \
-      LONG_SEED=82 SHORT_FROM=1850 "$HERE/long-round.sh"
+    next_round "$more" NAME="$fresh" STEPS="${FRESH_STEPS:-600}" ROUND_SEED=10 LONG_SEED=82 \
+      SHORT_FROM=1850
     kept=$fresh
   fi
 fi
