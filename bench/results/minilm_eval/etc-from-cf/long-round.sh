@@ -13,6 +13,10 @@
 # Session 74: LONG_SEED (make_dataset.py's seed for the 120 long documents, default 81) and
 # SHORT_FROM (the first short row taken from the short mix, default 0) make the same recipe on rows
 # no earlier round saw (LONG_SEED=82 SHORT_FROM=1850).
+# Session 75: CONTRAST=N adds contrast pairs (tools/contrast_rows.py: a one-hop row, and the same
+# document without its answer's sentence, unanswerable) made from the first N rows of the matched
+# short set s1 and the first N/2 of s2, rows no round took (mix4m takes s1 4800: and s2 3200:);
+# the mix is named -contrastN.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
@@ -28,6 +32,17 @@ if [[ ! -s $mix/train.jsonl ]]; then
   env "${ROUND6[@]}" DATA_ONLY=1 tools/train_minilm_tables.sh models/demo "$W"
   W=$W PHRASINGS=wide SIMILAR=0.5 SEED=$LONG_SEED SHORT_FROM=$SHORT_FROM DATA_ONLY=1 \
     "$cf/matched-round.sh"
+fi
+if [[ ${CONTRAST:-0} != 0 ]]; then
+  D=$W/data pairs=contrast-s1-$CONTRAST-s2-$((CONTRAST / 2))
+  for set in "s1:$CONTRAST" "s2:$((CONTRAST / 2))"; do
+    mkdir -p "$D/$pairs"
+    python3 tools/contrast_rows.py "$D/${set%%:*}-matched-wide-similar0.5/train.jsonl" \
+      "$D/$pairs/${set%%:*}.jsonl" --last "${set#*:}"
+  done
+  python3 tools/mix_sets.py "$D" "${mix#"$D/"}-contrast$CONTRAST/train.jsonl" --seed 27 \
+    "${mix#"$D/"}/train::0:" "$pairs/s1:c-:0:" "$pairs/s2:c-:0:"
+  mix+=-contrast$CONTRAST
 fi
 [[ -s $W/long100.jsonl ]] || head -100 "$W/data/long/dev.jsonl" > "$W/long100.jsonl"
 if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer's state
