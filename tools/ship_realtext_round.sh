@@ -20,9 +20,10 @@ shift 6
 name="$(basename "$checkpoint")"
 EVAL_FLAGS="--calibrate_null ${NULL_BANDS:+--null_bands=$NULL_BANDS}" \
   "$ROOT/tools/eval_demo.sh" "$calib" "$eval/calib" "$checkpoint"
-# The last run's threshold and bands: ship_model.py's flags.
-mapfile -t thresholds < <("$ROOT/tools/calibrated_threshold.sh" --ship_flags \
-  "$eval/calib/$name.txt")
+# The last run's threshold and bands: ship_model.py's flags (a command substitution, not a process
+# substitution: set -e stops here when the report holds no calibrated threshold).
+flags=$("$ROOT/tools/calibrated_threshold.sh" --ship_flags "$eval/calib/$name.txt")
+mapfile -t thresholds <<< "$flags"
 "$PYTHON" "$ROOT/tools/ship_model.py" "$checkpoint" "$shipped" --dtype bf16 "${thresholds[@]}" \
   --default_precision bf16,int8 --int8_recheck_margin 0.3
 # int8's calibration text (tools/make_calibration_text.py): the model's own, else models/demo's.
