@@ -27,7 +27,8 @@ with open(sys.argv[2], "w") as out:
         variants = {
             "whole": paragraphs,
             "person's paragraphs only": [paragraphs[i] for i in mentions],
-            "80 paragraphs around the person": paragraphs[max(0, mentions[0] - 40):mentions[0] + 40],
+            "80 paragraphs around the first mention":
+                paragraphs[max(0, mentions[0] - 40):mentions[0] + 40],
             "first half": paragraphs[:half], "second half": paragraphs[half:],
             'without every "Stories about"': [p for p in paragraphs
                                               if not p.startswith("Stories about")],
