@@ -48,7 +48,8 @@ def sentences(text):
 
 
 def name_pieces(question, paragraph):
-    words = re.findall(r"[A-Z][a-z]+", question)[1:]  # not the question's first word
+    # Capitalised words but the question's first ("Which"), as "how did Moke Lenwi ..." keeps Moke.
+    words = [m.group() for m in re.finditer(r"[A-Z][a-z]+", question) if m.start() > 0]
     return [w for w in words if re.search(rf"\b{w}\b", paragraph)]
 
 

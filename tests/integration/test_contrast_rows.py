@@ -75,9 +75,13 @@ def test_rows_whose_answer_stays_readable_are_skipped(tmp_path):
     elsewhere = json.loads(json.dumps(OCCUPATION))
     elsewhere["paragraphs"][0] = "Stories about a poet named Gilmo Vinkat circulated for years."
     elsewhere = one_hop("d", elsewhere["question"], elsewhere["paragraphs"], 1, "poet")
+    # A question that starts in lower case: its first capitalised word is a name piece too.
+    lower = json.loads(json.dumps(OCCUPATION))
+    lower["paragraphs"][0] = "Holso, the poet, wrote to the council."
+    lower = one_hop("f", "how did Holso Kesib earn a living", lower["paragraphs"], 1, "poet")
     two_hop = dict(OCCUPATION, example_id="e", kind="two_hop")
-    ids = [r["example_id"] for r in contrast(tmp_path, [readable, elsewhere, two_hop, OCCUPATION],
-                                             "--without_only")]
+    ids = [r["example_id"] for r in contrast(
+        tmp_path, [readable, elsewhere, lower, two_hop, OCCUPATION], "--without_only")]
     assert ids == ["d-without", "a-without"]
 
 
