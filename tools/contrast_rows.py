@@ -2,7 +2,7 @@
 """Contrast pairs for the no-answer decision: each one-hop row of a gold set, and beside it the
 same document with the sentence that holds the answer deleted, asked the same question and marked
 unanswerable. The person stays in the document (their other sentences do), so only reading
-whether the asked attribute is there tells the two apart: the mistake session 74 found in the
+whether the asked attribute is there tells the two apart: the mistake sessions 73-75 found in the
 kept ETC model ("Which occupation did Holso Kesib have?" answered "harbour" from "Born in Momun in
 1885, Holso Kesib grew up near the harbour.").
 
