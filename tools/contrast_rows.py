@@ -47,10 +47,14 @@ def sentences(text):
     return ranges
 
 
+def mentions(text, word):
+    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+
+
 def name_pieces(question, paragraph):
     # Capitalised words but the question's first ("Which"), as "how did Moke Lenwi ..." keeps Moke.
     words = [m.group() for m in re.finditer(r"[A-Z][a-z]+", question) if m.start() > 0]
-    return [w for w in words if re.search(rf"\b{w}\b", paragraph)]
+    return [w for w in words if mentions(paragraph, w)]
 
 
 def without_answer(row):
@@ -78,7 +82,7 @@ def without_answer(row):
     kept = (data[:begin] + data[end:]).decode().strip()
     rest = paragraphs[:index] + ([kept] if kept else []) + paragraphs[index + 1:]
     for text in rest:
-        if answer in text and any(re.search(rf"\b{n}\b", text) for n in names):
+        if answer in text and any(mentions(text, n) for n in names):
             return None
     out = {k: v for k, v in row.items() if k not in ("supporting", "paragraphs")}
     out.update(example_id=row["example_id"] + "-without", kind="unanswerable", paragraphs=rest,

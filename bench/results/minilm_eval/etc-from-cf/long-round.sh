@@ -35,8 +35,8 @@ if [[ ! -s $mix/train.jsonl ]]; then
 fi
 if [[ ${CONTRAST:-0} != 0 ]]; then
   D=$W/data pairs=contrast-s1-$CONTRAST-s2-$((CONTRAST / 2))
+  mkdir -p "$D/$pairs"
   for set in "s1:$CONTRAST" "s2:$((CONTRAST / 2))"; do
-    mkdir -p "$D/$pairs"
     python3 tools/contrast_rows.py "$D/${set%%:*}-matched-wide-similar0.5/train.jsonl" \
       "$D/$pairs/${set%%:*}.jsonl" --last "${set#*:}"
   done
