@@ -81,6 +81,10 @@ QaModel::QaModel(const ModelConfig& config, const TensorMap& weights, Precision 
   }
 }
 
+void QaModel::set_recompute_layers(bool on) {
+  if (etc_) etc_->set_recompute_layers(on);
+}
+
 std::pair<at::Tensor, at::Tensor> QaModel::EncodeClusterFormer(
     const std::vector<QaModelInput>& batch, const at::Device& device,
     const ClusterFormerEncoder::ClusterLayerObserver& observer, const StopCheck& stop,

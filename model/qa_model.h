@@ -56,6 +56,10 @@ class QaModel {
                    const ClusterFormerEncoder::ClusterLayerObserver& observer = nullptr,
                    const StopCheck& stop = nullptr) const;
 
+  // ETC only (a Cluster-Former model ignores it): EtcEncoder::set_recompute_layers, for training
+  // on documents with many segments.
+  void set_recompute_layers(bool on);
+
   const ModelConfig& config() const { return config_; }
 
  private:

@@ -52,6 +52,9 @@ ABSL_FLAG(int64_t, stop_after, 0,
           "rate still follows --steps' schedule, so the checkpoint equals that of a run of "
           "--steps at this step (0: run to --steps)");
 ABSL_FLAG(int, threads, 2, "Intra-op threads");
+ABSL_FLAG(bool, recompute_layers, false,
+          "ETC: rebuild each layer's graph in backward instead of keeping it (memory of one "
+          "layer's global-local scores, not all; one more forward pass a step)");
 ABSL_FLAG(std::string, device, "cpu", "Where to train: cpu or cuda[:N] (CUDA builds)");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (data order, K-Means)");
 
@@ -91,6 +94,7 @@ TrainerOptions OptionsFromFlags() {
   o.time_limit_s = absl::GetFlag(FLAGS_time_limit_s);
   o.stop_after = absl::GetFlag(FLAGS_stop_after);
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.recompute_layers = absl::GetFlag(FLAGS_recompute_layers);
   o.device = absl::GetFlag(FLAGS_device);
   o.seed = absl::GetFlag(FLAGS_seed);
   return o;

@@ -107,6 +107,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                           Engine::Create(t->config_, t->weights_, std::move(folder.tokenizer),
                                          {options.threads, options.device}));
   t->model_ = std::make_unique<QaModel>(t->config_, t->weights_);
+  t->model_->set_recompute_layers(options.recompute_layers);
   AdamWOptions adam_options;
   adam_options.weight_decay = options.weight_decay;
   t->optimizer_ = std::make_unique<AdamW>(params, adam_options);

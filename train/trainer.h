@@ -52,6 +52,9 @@ struct TrainerOptions {
   // to `steps`, so a run stopped here equals a longer run's checkpoint at this step.
   int64_t stop_after = 0;
   int threads = 2;
+  // ETC: each layer's graph rebuilt in backward (EtcEncoder::set_recompute_layers), so that
+  // training at one segment token a paragraph fits memory; one more forward pass a step.
+  bool recompute_layers = false;
   std::string device = "cpu";  // "cpu" or "cuda[:N]": weights, optimizer moments and the dev engine
   uint64_t seed = 1;
 };

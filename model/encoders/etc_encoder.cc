@@ -12,6 +12,7 @@
 #include "model/encoders/bf16_products.h"
 #include "model/encoders/fused_cpu_ops.h"
 #include "model/encoders/fused_etc_attention.h"
+#include "model/encoders/recomputed_in_backward.h"
 #include "model/encoders/trainable_ops.h"
 
 namespace longqa {
@@ -644,23 +645,35 @@ EtcOutput EtcEncoder::Forward(const std::vector<EtcInput>& inputs, const at::Dev
       xl = layer.base.FinishReplacing(std::move(xl), l_context);
       continue;
     }
-    const at::Tensor qg = GlobalProjection(layer, 0, xg), kg = GlobalProjection(layer, 1, xg),
-                     vg = GlobalProjection(layer, 2, xg);
-    const at::Tensor ql = layer.base.QueryKeyValuePart(0, xl),
-                     kl = layer.base.QueryKeyValuePart(1, xl),
-                     vl = layer.base.QueryKeyValuePart(2, xl);
-    std::vector<at::Tensor> g_context, l_context;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const int64_t gb = out.global_begin[i], lb = out.long_begin[i];
-      const RequestTables& t = tables[i];
-      auto [gc, lc] = Attend(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
-                             vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
-                             kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
-      g_context.push_back(gc);
-      l_context.push_back(lc);
-    }
-    xg = layer.base.Finish(xg, at::cat(g_context));
-    xl = layer.base.Finish(xl, at::cat(l_context));
+    // The trainable layer: {xg, xl} -> {xg', xl'}. It owns copies of what it reads (tensors
+    // shared, not copied): with recompute_layers it runs again in backward, after Forward.
+    RecomputableFunction trainable = [this, &layer, tables, global_begin = out.global_begin,
+                                      long_begin = out.long_begin,
+                                      stop](const std::vector<at::Tensor>& x) {
+      const at::Tensor &xg_in = x[0], &xl_in = x[1];
+      const at::Tensor qg = GlobalProjection(layer, 0, xg_in),
+                       kg = GlobalProjection(layer, 1, xg_in),
+                       vg = GlobalProjection(layer, 2, xg_in);
+      const at::Tensor ql = layer.base.QueryKeyValuePart(0, xl_in),
+                       kl = layer.base.QueryKeyValuePart(1, xl_in),
+                       vl = layer.base.QueryKeyValuePart(2, xl_in);
+      std::vector<at::Tensor> g_context, l_context;
+      for (size_t i = 0; i < tables.size(); ++i) {
+        const int64_t gb = global_begin[i], lb = long_begin[i];
+        const RequestTables& t = tables[i];
+        auto [gc, lc] = Attend(layer, qg.narrow(0, gb, t.n_g), kg.narrow(0, gb, t.n_g),
+                               vg.narrow(0, gb, t.n_g), ql.narrow(0, lb, t.n_l),
+                               kl.narrow(0, lb, t.n_l), vl.narrow(0, lb, t.n_l), t, stop);
+        g_context.push_back(gc);
+        l_context.push_back(lc);
+      }
+      return std::vector<at::Tensor>{layer.base.Finish(xg_in, at::cat(g_context)),
+                                     layer.base.Finish(xl_in, at::cat(l_context))};
+    };
+    std::vector<at::Tensor> next =
+        recompute_layers_ ? RecomputedInBackward(trainable, {xg, xl}) : trainable({xg, xl});
+    xg = std::move(next[0]);
+    xl = std::move(next[1]);
   }
   out.global_states = xg;
   out.long_states = xl;

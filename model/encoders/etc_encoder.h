@@ -72,6 +72,13 @@ class EtcEncoder {
   // one benchmark run, and the tests that the forms agree.
   void set_cpu_attention(EtcCpuAttention form) { cpu_attention_ = form; }
 
+  // Training (autograd on): each layer's graph is dropped after its forward pass and rebuilt
+  // when backward reaches it (recomputed_in_backward.h). The trainable path keeps every layer's
+  // global-local scores for backward, [n_l, n_g] a head, so its memory grows with tokens ×
+  // segments: 12.9 GB at etc.max_segments 256 on a 1,195-paragraph document, over 24 GB at 1024
+  // (session 75). Costs one more forward pass of each layer.
+  void set_recompute_layers(bool on) { recompute_layers_ = on; }
+
  private:
   struct Layer {
     TransformerLayer base;                          // long (or shared) projections, output, FFN
@@ -102,6 +109,7 @@ class EtcEncoder {
   ModelConfig config_;
   int64_t score_budget_;
   EtcCpuAttention cpu_attention_ = EtcCpuAttention::kFused;
+  bool recompute_layers_ = false;
   Embeddings embeddings_;
   std::vector<Layer> layers_;
 };

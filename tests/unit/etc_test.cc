@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <random>
 
 #include "model/encoders/etc_encoder.h"
@@ -391,6 +392,45 @@ TEST(EtcTest, InferenceRowBlocksMatchTheTrainablePath) {
     }
     EXPECT_LE((inference.long_states - trainable.long_states).abs().max().item<double>(), 1e-4);
     EXPECT_LE((inference.global_states - trainable.global_states).abs().max().item<double>(), 1e-4);
+  }
+}
+
+TEST(EtcTest, RecomputedLayersGiveTheKeptGraphsGradients) {
+  // Training with recompute_layers: the same states and the same gradient for every weight as
+  // with every layer's graph kept (the same LibTorch ops run again; fp32, tolerance 1e-5
+  // relative to the largest gradient of each weight), over a batch of two requests with merged
+  // segments (more paragraphs than etc.max_segments).
+  ModelConfig c = EtcConfig(3, 4, 3, false, true);
+  c.etc.max_segments = 3;
+  const std::vector<EtcInput> inputs = {RandomEtcInput(c, 4, {9, 3, 12, 5, 7}, 41),
+                                        RandomEtcInput(c, 2, {20, 6}, 42)};
+  const TensorMap w = SpreadWeights(c, 43);
+  for (const auto& [name, tensor] : w) tensor.requires_grad_(true);
+  EtcEncoder encoder(c, w);
+  auto run = [&](bool recompute) {
+    encoder.set_recompute_layers(recompute);
+    for (const auto& [name, tensor] : w) tensor.mutable_grad() = at::Tensor();
+    const at::AutoGradMode grad(true);
+    const EtcOutput out = encoder.Forward(inputs, at::kCPU);
+    const at::Tensor mix_l = at::sin(at::arange(out.long_states.numel()).view_as(out.long_states));
+    const at::Tensor mix_g =
+        at::cos(at::arange(out.global_states.numel()).view_as(out.global_states));
+    ((out.long_states * mix_l).sum() + (out.global_states * mix_g).sum()).backward();
+    std::map<std::string, at::Tensor> grads = {{"long states", out.long_states.detach()},
+                                               {"global states", out.global_states.detach()}};
+    for (const auto& [name, tensor] : w) {
+      if (tensor.grad().defined()) grads[name] = tensor.grad().clone();
+    }
+    return grads;
+  };
+  const auto kept = run(false), recomputed = run(true);
+  ASSERT_GT(kept.size(), 10u);  // states and the weights of three layers and the embeddings
+  ASSERT_EQ(kept.size(), recomputed.size());
+  for (const auto& [name, expected] : kept) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(recomputed.count(name), 1u);
+    const double scale = std::max(1.0, expected.abs().max().item<double>());
+    EXPECT_LE((recomputed.at(name) - expected).abs().max().item<double>(), 1e-5 * scale);
   }
 }
 

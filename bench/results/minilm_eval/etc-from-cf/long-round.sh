@@ -17,6 +17,10 @@
 # document without its answer's sentence, unanswerable) made from the first N rows of the matched
 # short set s1 and the first N/2 of s2, rows no round took (mix4m takes s1 4800: and s2 3200:);
 # the mix is named -contrastN.
+# Session 76: CONTRAST_FROM=F takes the pairs from s1 rows F..F+N and s2 rows F/2..(F+N)/2 instead
+# (700: rows no round and no held-out check took; contrast-heldout used s1 400-700, s2 200-350);
+# the mix is named -contrastN-fromF. TRAIN_FLAGS adds trainer flags (--recompute_layers: training at etc.max_segments 2048,
+# one segment token a paragraph, fits memory).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
@@ -34,15 +38,18 @@ if [[ ! -s $mix/train.jsonl ]]; then
     "$cf/matched-round.sh"
 fi
 if [[ ${CONTRAST:-0} != 0 ]]; then
-  D=$W/data pairs=contrast-s1-$CONTRAST-s2-$((CONTRAST / 2))
+  D=$W/data F=${CONTRAST_FROM:-0} pairs=contrast-s1-$CONTRAST-s2-$((CONTRAST / 2))
+  tag=-contrast$CONTRAST
+  [[ $F == 0 ]] || { pairs+=-from$F; tag+=-from$F; }
   mkdir -p "$D/$pairs"
-  for set in "s1:$CONTRAST" "s2:$((CONTRAST / 2))"; do
-    python3 tools/contrast_rows.py "$D/${set%%:*}-matched-wide-similar0.5/train.jsonl" \
-      "$D/$pairs/${set%%:*}.jsonl" --last "${set#*:}"
+  for set in "s1:$F:$((F + CONTRAST))" "s2:$((F / 2)):$(((F + CONTRAST) / 2))"; do
+    IFS=: read -r name first last <<< "$set"
+    python3 tools/contrast_rows.py "$D/$name-matched-wide-similar0.5/train.jsonl" \
+      "$D/$pairs/$name.jsonl" --first "$first" --last "$last"
   done
-  python3 tools/mix_sets.py "$D" "${mix#"$D/"}-contrast$CONTRAST/train.jsonl" --seed 27 \
+  python3 tools/mix_sets.py "$D" "${mix#"$D/"}$tag/train.jsonl" --seed 27 \
     "${mix#"$D/"}/train::0:" "$pairs/s1:c-:0:" "$pairs/s2:c-:0:"
-  mix+=-contrast$CONTRAST
+  mix+=$tag
 fi
 [[ -s $W/long100.jsonl ]] || head -100 "$W/data/long/dev.jsonl" > "$W/long100.jsonl"
 if [[ ! -s $init/config.json ]]; then  # the model's files only, not the trainer's state
@@ -53,7 +60,8 @@ fi
 env -u OPENBLAS_CORETYPE stdbuf -oL build/train/longqa-train --init_model "$init" --out "$out" \
   --stages "$mix/train.jsonl" --stage_dev "$W/data/mix4/dev.jsonl" --steps "${STEPS:-900}" \
   --lr "${LR:-2e-5}" --warmup 20 --seed "${ROUND_SEED:-8}" --eval_every 200 --batch_tokens 2048 \
-  --max_batch 8 --eval_examples 90 --save_every 50 --threads 2 --device cpu >> "$out.log" 2>&1
+  --max_batch 8 --eval_examples 90 --save_every 50 --threads 2 --device cpu ${TRAIN_FLAGS:-} \
+  >> "$out.log" 2>&1
 cp "$out.log" "$HERE/$NAME-train.log"
 W=$W SERVED_ONLY=1 bash "$cf/score_model.sh" "$NAME" "$out"
 # score_model.sh leaves its reports beside itself: they belong here, with the per-kind table.
