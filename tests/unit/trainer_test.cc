@@ -228,7 +228,7 @@ Batch MakeBatch(const ModelConfig& c, const TensorMap& w) {
   return b;
 }
 
-void ExpectTrainable(ModelConfig c) {
+void ExpectTrainable(ModelConfig c, bool recompute_layers = false) {
   c.exact_match_feature = true;
   TensorMap w = RandomWeights(c, 5);
   TensorMap params;
@@ -240,7 +240,8 @@ void ExpectTrainable(ModelConfig c) {
     b.examples[0].supporting_paragraphs = {1, 2};
     b.examples[1].supporting_paragraphs = {1};
   }
-  const QaModel model(c, w);
+  QaModel model(c, w);
+  model.set_recompute_layers(recompute_layers);
   const QaLossResult first = ComputeQaLoss(model.Forward(b.inputs, at::kCPU), b.pointers);
   EXPECT_EQ(first.supporting_targets, c.etc.supporting_fact_head ? 2 : 0);
   first.total.backward();
@@ -273,6 +274,10 @@ TEST(TrainerTest, ClusterFormerGradientsReachEveryWeightAndABatchIsLearned) {
 
 TEST(TrainerTest, EtcGradientsReachEveryWeightAndABatchIsLearned) {
   ExpectTrainable(testing_support::TinyEtcConfig());
+}
+
+TEST(TrainerTest, EtcWithRecomputedLayersGradientsReachEveryWeightAndABatchIsLearned) {
+  ExpectTrainable(testing_support::TinyEtcConfig(), /*recompute_layers=*/true);
 }
 
 TEST(TrainerTest, EtcSupportingFactHeadGetsGradientsAndIsLearned) {
