@@ -52,8 +52,9 @@ struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     }
     if (!roots.empty()) torch::autograd::backward(roots, grads);
     variable_list result = {at::Tensor(), at::zeros_like(saved[0])};  // fn, anchor
-    for (const at::Tensor& in : inputs)
+    for (const at::Tensor& in : inputs) {
       result.push_back(in.requires_grad() ? in.grad() : at::Tensor());
+    }
     return result;
   }
 };

@@ -19,8 +19,8 @@
 # the mix is named -contrastN.
 # Session 76: CONTRAST_FROM=F takes the pairs from s1 rows F..F+N and s2 rows F/2..(F+N)/2 instead
 # (700: rows no round and no held-out check took; contrast-heldout used s1 400-700, s2 200-350);
-# the mix is named -contrastN-fromF. TRAIN_FLAGS adds trainer flags (--recompute_layers: training at etc.max_segments 2048,
-# one segment token a paragraph, fits memory).
+# the mix is named -contrastN-fromF. TRAIN_FLAGS adds trainer flags (--recompute_layers: training
+# at etc.max_segments 2048, one segment token a paragraph, fits memory).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../../../.."
