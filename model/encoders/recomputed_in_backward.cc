@@ -25,9 +25,10 @@ struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
   static variable_list forward(AutogradContext* ctx, RecomputableFunction fn,
                                at::TensorList inputs) {
     ctx->save_for_backward(inputs.vec());
-    ctx->saved_data["fn"] = at::IValue::make_capsule(c10::make_intrusive<FunctionHolder>(fn));
+    auto holder = c10::make_intrusive<FunctionHolder>(std::move(fn));
+    ctx->saved_data["fn"] = at::IValue::make_capsule(holder);
     std::vector<at::Tensor> real(inputs.begin() + 1, inputs.end());
-    return fn(real);  // autograd is off inside a custom function's forward
+    return holder->fn(real);  // autograd is off inside a custom function's forward
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
